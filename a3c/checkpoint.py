@@ -1,0 +1,56 @@
+"""Checkpoints: written atomically, loadable with ``torch.load(weights_only=True)``.
+
+A checkpoint holds only tensors, dicts, lists and primitives: model and optimizer state,
+counters, the recent episode returns, RNG state and the config as a dict.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CHECKPOINT_FORMAT = "a3c-checkpoint/1"
+
+
+class CheckpointError(ValueError):
+    """The file is missing, damaged, or not a checkpoint of this project."""
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
+    """Write to a temporary file beside ``path``, fsync, then rename over it.
+
+    A kill at any instant leaves either the old file or the new one, never a torn one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            torch.save({"format": CHECKPOINT_FORMAT, **state}, stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read and check a checkpoint; CheckpointError with a one-line reason otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, OSError,
+            ValueError, AttributeError, TypeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{str(path)!r} is not a readable checkpoint ({reason[:120]})") from exc
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{str(path)!r} is not a checkpoint of this project")
+    return state

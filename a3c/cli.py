@@ -1,0 +1,24 @@
+"""Command line: parse and validate before any child exists, train, exit with the run's code."""
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from a3c.config import ConfigError, exit_on_config_error, parse_config
+from a3c.train import train
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        config = parse_config(argv)
+    except ConfigError as error:
+        exit_on_config_error(error)
+    result = train(config)
+    counters = result.counters
+    mean = "n/a" if result.mean_reward is None else f"{result.mean_reward:.2f}"
+    print(f"{result.reason}: {counters.frames:,} frames, {counters.episodes:,} episodes, "
+          f"{result.seconds:.1f} s, mean-100 reward {mean}; saved {result.run_dir / 'checkpoint.pt'}",
+          flush=True)
+    if result.message:
+        print(f"error: {result.message}", file=sys.stderr, flush=True)
+    return result.exit_code

@@ -1,0 +1,193 @@
+"""The run's configuration: one dataclass, per-env-family presets, and the command-line parser.
+
+Flags left unset take the preset of the env's family: the reference Pong values for Atari,
+values measured on CartPole for vector-observation envs (see README, "Presets").
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass
+from typing import NoReturn, Sequence
+
+from lib.envs import EnvError, EnvInfo, describe_env
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Hyperparameters tuned for one family of envs."""
+
+    processes: int
+    envs_per_process: int
+    batch_size: int
+    reward_steps: int
+    gamma: float
+    lr: float
+    entropy_beta: float
+    clip_grad: float
+
+
+ATARI_PRESET = Preset(processes=4, envs_per_process=8, batch_size=128, reward_steps=4,
+                      gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1)
+VECTOR_PRESET = Preset(processes=2, envs_per_process=8, batch_size=128, reward_steps=4,
+                       gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=1.0)
+ATARI_STOP_REWARDS = {"Pong": 18.0}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a run needs; picklable, so children receive it whole."""
+
+    name: str
+    """Run name; the TensorBoard run directory starts with it."""
+    env_id: str
+    processes: int
+    """Child processes stepping envs."""
+    envs_per_process: int
+    """Envs each child steps in lockstep (one inference per vector step)."""
+    batch_size: int
+    """Transitions per optimizer step."""
+    reward_steps: int
+    """n of the n-step return."""
+    gamma: float
+    lr: float
+    entropy_beta: float
+    clip_grad: float
+    """Maximum global gradient norm."""
+    stop_reward: float | None
+    """Stop when the mean return of the last 100 episodes reaches this."""
+    max_frames: int | None = None
+    """Stop after this many env frames (Atari: 4 per step) even if unsolved."""
+    seed: int = 0
+    logdir: str = "runs"
+    cuda: bool = False
+    adam_eps: float = 1e-3
+    queue_size: int = 0
+    """Micro-batches the queue holds; 0 means two per child."""
+    report_interval: float = 5.0
+    """Seconds between console progress lines."""
+
+    @property
+    def queue_capacity(self) -> int:
+        return self.queue_size or 2 * self.processes
+
+    @property
+    def device(self) -> str:
+        return "cuda" if self.cuda else "cpu"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors print one line and exit 2, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="run_a3c.py",
+        description="Data-parallel A3C. Unset hyperparameters come from the env family's preset.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("-n", "--name", required=True, help="run name (names the TensorBoard run)")
+    parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
+    parser.add_argument("--cuda", action="store_true", help="train on the GPU")
+    for field in dataclasses.fields(Preset):
+        atari, vector = getattr(ATARI_PRESET, field.name), getattr(VECTOR_PRESET, field.name)
+        parser.add_argument(
+            "--" + field.name.replace("_", "-"), type=type(atari), default=None,
+            help=f"preset: {atari} for Atari, {vector} for vector observations",
+        )
+    parser.add_argument("--stop-reward", type=float, default=None,
+                        help="mean-100 reward that ends the run; default: the env spec's "
+                             "reward_threshold, 18 for Pong")
+    parser.add_argument("--max-frames", type=int, default=None, help="frame budget (unlimited if unset)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run")
+    parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
+    parser.add_argument("--queue-size", type=int, default=0,
+                        help="micro-batches the queue holds (0: two per child)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
+    preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
+    tuned = {
+        field.name: getattr(preset, field.name) if getattr(args, field.name) is None
+        else getattr(args, field.name)
+        for field in dataclasses.fields(Preset)
+    }
+    return Config(
+        name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
+        max_frames=args.max_frames, seed=args.seed, logdir=args.logdir, cuda=args.cuda,
+        queue_size=args.queue_size, **tuned,
+    )
+
+
+def _stop_reward(requested: float | None, env_info: EnvInfo) -> float | None:
+    if requested is not None:
+        return requested
+    if env_info.reward_threshold is not None:
+        return float(env_info.reward_threshold)
+    for game, reward in ATARI_STOP_REWARDS.items():
+        if env_info.atari and game in env_info.env_id:
+            return reward
+    return None
+
+
+def validate(config: Config) -> None:
+    """Raise ConfigError for the first setting that cannot work."""
+    checks = [
+        (config.name.strip() != "", "--name must not be empty"),
+        (config.processes >= 1, f"--processes must be >= 1, got {config.processes}"),
+        (config.envs_per_process >= 1, f"--envs-per-process must be >= 1, got {config.envs_per_process}"),
+        (config.batch_size >= 1, f"--batch-size must be >= 1, got {config.batch_size}"),
+        (config.reward_steps >= 1, f"--reward-steps must be >= 1, got {config.reward_steps}"),
+        (0.0 < config.gamma <= 1.0, f"--gamma must be in (0, 1], got {config.gamma}"),
+        (config.lr > 0.0, f"--lr must be > 0, got {config.lr}"),
+        (config.entropy_beta >= 0.0, f"--entropy-beta must be >= 0, got {config.entropy_beta}"),
+        (config.clip_grad > 0.0, f"--clip-grad must be > 0, got {config.clip_grad}"),
+        (config.max_frames is None or config.max_frames >= 1,
+         f"--max-frames must be >= 1, got {config.max_frames}"),
+        (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    if config.cuda:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("--cuda given but CUDA is not available on this machine")
+    _check_writable(config.logdir)
+
+
+def _check_writable(logdir: str) -> None:
+    path = os.path.abspath(logdir)
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"--logdir {logdir!r} cannot be written")
+
+
+def parse_config(argv: Sequence[str] | None = None) -> Config:
+    """Parse, describe the env, fill in the preset and validate; ConfigError on bad input."""
+    args = build_parser().parse_args(argv)
+    try:
+        env_info = describe_env(args.env)
+    except EnvError as exc:
+        raise ConfigError(str(exc)) from exc
+    config = config_from_args(args, env_info)
+    validate(config)
+    return config
+
+
+def exit_on_config_error(error: ConfigError) -> NoReturn:
+    print(f"run_a3c.py: error: {error}", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,117 @@
+"""The worker pool: the only place that knows about processes and the queue.
+
+The learner sees three calls: ``start``, ``get`` (which never blocks for long and raises
+WorkerDied when a child is gone) and ``close`` (ordered shutdown). Another transport
+(shared-memory slots, Ray actors) can stand behind the same three calls.
+"""
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any, Callable
+
+import torch.multiprocessing as mp
+
+from a3c.messages import WorkerCrashed
+
+LIVENESS_CHECK_SECONDS = 0.5
+
+
+class WorkerDied(RuntimeError):
+    """A child exited while the run still needed it."""
+
+    def __init__(self, worker_id: int, exitcode: int | None, child_traceback: str | None = None):
+        self.worker_id = worker_id
+        self.exitcode = exitcode
+        self.child_traceback = child_traceback
+        detail = f" with exit code {exitcode}" if exitcode is not None else ""
+        super().__init__(f"worker {worker_id} died{detail}")
+
+
+class WorkerPool:
+    """Children running ``target(worker_id, *args, queue, stop_event, seed)``.
+
+    The pool is not tied to one worker body: the target and its shared arguments are given.
+    """
+
+    def __init__(self, target: Callable[..., None], args: tuple, processes: int,
+                 queue_capacity: int, base_seed: int):
+        self._context = mp.get_context("spawn")
+        self._target = target
+        self._args = args
+        self.messages = self._context.Queue(maxsize=queue_capacity)
+        self.stop_event = self._context.Event()
+        self._base_seed = base_seed
+        self._processes: list = [None] * processes
+        self._next_liveness_check = 0.0
+
+    def start(self) -> None:
+        for worker_id in range(len(self._processes)):
+            self._start(worker_id)
+
+    def _start(self, worker_id: int) -> None:
+        seed = self._base_seed + 1000 * (worker_id + 1)
+        process = self._context.Process(
+            target=self._target, name=f"a3c-worker-{worker_id}", daemon=True,
+            args=(worker_id, *self._args, self.messages, self.stop_event, seed),
+        )
+        process.start()
+        self._processes[worker_id] = process
+
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self._processes if process is not None]
+
+    def get(self, timeout: float = 1.0) -> Any | None:
+        """The next message, or None after ``timeout`` seconds without one.
+
+        Raises WorkerDied when a child reported a crash or is found dead; the check runs
+        at least every half second even while messages keep coming.
+        """
+        now = time.monotonic()
+        if now >= self._next_liveness_check:
+            self._next_liveness_check = now + LIVENESS_CHECK_SECONDS
+            self.check_alive()
+        try:
+            message = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            self.check_alive()
+            return None
+        if isinstance(message, WorkerCrashed):
+            process = self._processes[message.worker_id]
+            process.join(timeout=5.0)
+            raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
+        return message
+
+    def check_alive(self) -> None:
+        for worker_id, process in enumerate(self._processes):
+            if process.exitcode is not None:
+                raise WorkerDied(worker_id, process.exitcode)
+
+    def close(self, join_timeout: float = 5.0) -> None:
+        """Ordered shutdown: stop event, drain while children leave, kill stragglers, close.
+
+        Draining matters: a child cannot exit while its queue feeder still holds data the
+        learner has not read.
+        """
+        self.stop_event.set()
+        deadline = time.monotonic() + join_timeout
+        while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):
+            self._drain()
+            for process in self._processes:
+                if process is not None:
+                    process.join(timeout=0.05)
+        for process in self._processes:
+            if process is not None and process.is_alive():
+                process.kill()
+                process.join(timeout=5.0)
+        self._drain()
+        self.messages.close()
+        self.messages.cancel_join_thread()
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                self.messages.get_nowait()
+        except (queue.Empty, OSError, EOFError):
+            return

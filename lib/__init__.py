@@ -1,0 +1,1 @@
+"""Reusable RL parts with no process code: envs, models, n-step experience, batches, losses, trackers."""

@@ -1,0 +1,112 @@
+"""Environment construction: Atari with the standard preprocessing, anything else as-is.
+
+Atari envs are recognised by their ALE entry point, get gymnasium's AtariPreprocessing
+(84x84 grey, frame skip 4, up to 30 no-ops) and a 4-frame stack, and stay uint8 end to end.
+Vector envs use SAME_STEP autoreset so that the final observation of an episode is
+reported in ``info["final_obs"]`` and no step is spent on a dummy reset transition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+ATARI_FRAME_SKIP = 4
+ATARI_FRAME_STACK = 4
+
+
+class EnvError(ValueError):
+    """The env id or its spaces cannot be used by this trainer."""
+
+
+def _register_atari() -> None:
+    try:
+        import ale_py
+    except ImportError:  # Atari is optional at import time; unknown ids are reported later
+        return
+    gym.register_envs(ale_py)
+
+
+_register_atari()
+
+
+def is_atari(env_id: str) -> bool:
+    """True when the registered entry point is the Arcade Learning Environment."""
+    spec = _spec(env_id)
+    return "ale_py" in str(spec.entry_point)
+
+
+def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    try:
+        return gym.spec(env_id)
+    except gym.error.Error as exc:
+        raise EnvError(f"unknown env id {env_id!r}") from exc
+
+
+def make_env(env_id: str, render_mode: str | None = None) -> gym.Env:
+    """One env, preprocessed the way the models expect it."""
+    if not is_atari(env_id):
+        return gym.make(env_id, render_mode=render_mode)
+    kwargs = {"frameskip": 1} if env_id.startswith("ALE/") else {}
+    env = gym.make(env_id, render_mode=render_mode, **kwargs)
+    env = gym.wrappers.AtariPreprocessing(
+        env, noop_max=30, frame_skip=ATARI_FRAME_SKIP, screen_size=84,
+        terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
+    )
+    return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK)
+
+
+def make_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorEnv:
+    """``num_envs`` copies stepped in lockstep, with the final observation kept in info."""
+    return SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What the trainer needs to know about an env before any child starts."""
+
+    env_id: str
+    observation_shape: tuple[int, ...]
+    observation_dtype: str
+    n_actions: int
+    atari: bool
+    frames_per_step: int
+    reward_threshold: float | None
+
+
+def describe_env(env_id: str) -> EnvInfo:
+    """Build one env, check that the nets can take it, and report its shapes.
+
+    Raises EnvError for unknown ids, non-discrete actions and observations that are
+    neither a flat vector nor Atari frames.
+    """
+    atari = is_atari(env_id)
+    env = make_env(env_id)
+    try:
+        action_space, obs_space = env.action_space, env.observation_space
+    finally:
+        env.close()
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise EnvError(
+            f"{env_id} has a {type(action_space).__name__} action space; "
+            "only Discrete action spaces are supported"
+        )
+    if not isinstance(obs_space, gym.spaces.Box):
+        raise EnvError(f"{env_id} has a {type(obs_space).__name__} observation space; need a Box")
+    if not atari and len(obs_space.shape) != 1:
+        raise EnvError(
+            f"{env_id} observations have shape {obs_space.shape}; the MLP needs a flat vector "
+            "and the conv net needs Atari frames"
+        )
+    return EnvInfo(
+        env_id=env_id,
+        observation_shape=tuple(obs_space.shape),
+        observation_dtype=np.dtype(obs_space.dtype).name,
+        n_actions=int(action_space.n),
+        atari=atari,
+        frames_per_step=ATARI_FRAME_SKIP if atari else 1,
+        reward_threshold=_spec(env_id).reward_threshold,
+    )

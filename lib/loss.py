@@ -1,0 +1,53 @@
+"""Actor-critic loss terms as small pure functions, each returning a scalar to minimise."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+def value_loss(values: torch.Tensor, reference_values: torch.Tensor) -> torch.Tensor:
+    """Mean squared error of the critic against the n-step reference values."""
+    return F.mse_loss(values, reference_values)
+
+
+def policy_loss(log_probs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
+    """Policy-gradient loss: minus the advantage-weighted log-probability of the taken actions.
+
+    ``advantages`` must carry no gradient, so the critic is trained only by the value loss.
+    """
+    taken = log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
+    return -(advantages * taken).mean()
+
+
+def entropy_loss(log_probs: torch.Tensor, entropy_beta: float) -> torch.Tensor:
+    """beta * sum(p log p) = -beta * entropy: minimising it keeps the policy exploring."""
+    return entropy_beta * (log_probs.exp() * log_probs).sum(dim=1).mean()
+
+
+@dataclass
+class LossTerms:
+    """The loss and the quantities worth logging about it."""
+
+    total: torch.Tensor
+    policy: torch.Tensor
+    value: torch.Tensor
+    entropy: torch.Tensor
+    advantages: torch.Tensor
+
+
+def a2c_loss(
+    logits: torch.Tensor,
+    values: torch.Tensor,
+    actions: torch.Tensor,
+    reference_values: torch.Tensor,
+    entropy_beta: float,
+) -> LossTerms:
+    """Policy + value + entropy, with advantage = reference - V(s) detached."""
+    log_probs = F.log_softmax(logits, dim=1)
+    advantages = (reference_values - values).detach()
+    policy = policy_loss(log_probs, actions, advantages)
+    value = value_loss(values, reference_values)
+    entropy = entropy_loss(log_probs, entropy_beta)
+    return LossTerms(policy + value + entropy, policy, value, entropy, advantages)

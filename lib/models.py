@@ -1,0 +1,60 @@
+"""Actor-critic networks: each maps a batch of observations to (policy logits, state values)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lib.envs import EnvInfo
+
+
+class AtariA2C(nn.Module):
+    """The reference conv net: a shared conv body, separate 512-unit policy and value heads.
+
+    Takes uint8 frames (N, 4, 84, 84) and scales them to [0, 1] inside, so observations
+    travel through queues and buffers as uint8.
+    """
+
+    def __init__(self, input_shape: tuple[int, ...], n_actions: int):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(input_shape[0], 32, kernel_size=8, stride=4), nn.ReLU(),
+            nn.Conv2d(32, 64, kernel_size=4, stride=2), nn.ReLU(),
+            nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            conv_out = self.conv(torch.zeros(1, *input_shape)).shape[1]
+        self.policy = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, n_actions))
+        self.value = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, 1))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.conv(observations.float() / 255.0)
+        return self.policy(features), self.value(features).squeeze(-1)
+
+
+class MlpA2C(nn.Module):
+    """A small shared body with separate policy and value heads, for vector observations."""
+
+    def __init__(self, observation_size: int, n_actions: int, hidden: int = 128):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU())
+        self.policy = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+        self.value = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.body(observations.float())
+        return self.policy(features), self.value(features).squeeze(-1)
+
+
+def build_net(env_info: EnvInfo) -> nn.Module:
+    """The conv net for Atari frames, the MLP for flat vectors."""
+    if env_info.atari:
+        return AtariA2C(env_info.observation_shape, env_info.n_actions)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions)
+
+
+@torch.no_grad()
+def sample_actions(net: nn.Module, observations: torch.Tensor) -> torch.Tensor:
+    """Draw one action per row from the policy's categorical distribution."""
+    logits, _ = net(observations)
+    return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)

@@ -1,0 +1,107 @@
+"""Trackers that turn a stream of numbers into TensorBoard scalars and console lines."""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Iterable, Protocol, TextIO
+import sys
+
+import numpy as np
+
+MEAN_WINDOW = 100
+
+
+class ScalarWriter(Protocol):
+    def add_scalar(self, tag: str, scalar_value: float, global_step: int) -> None: ...
+
+
+class RewardTracker:
+    """Finished-episode returns: logs each one and the mean of the last 100.
+
+    ``record`` returns True once a full window of 100 episodes averages at least
+    ``stop_reward``; a mean over fewer episodes is logged but never ends a run.
+    """
+
+    def __init__(self, writer: ScalarWriter, stop_reward: float | None,
+                 recent_rewards: Iterable[float] = ()):
+        self.writer = writer
+        self.stop_reward = stop_reward
+        self.recent_rewards: collections.deque[float] = collections.deque(
+            recent_rewards, maxlen=MEAN_WINDOW
+        )
+        self.best_mean_reward: float | None = None
+
+    @property
+    def mean_reward(self) -> float | None:
+        return float(np.mean(self.recent_rewards)) if self.recent_rewards else None
+
+    @property
+    def window_full(self) -> bool:
+        return len(self.recent_rewards) == MEAN_WINDOW
+
+    def record(self, reward: float, length: int, frame: int) -> bool:
+        self.recent_rewards.append(reward)
+        mean_reward = self.mean_reward
+        self.writer.add_scalar("episode/reward", reward, frame)
+        self.writer.add_scalar("episode/reward_100", mean_reward, frame)
+        self.writer.add_scalar("episode/length", length, frame)
+        if self.window_full and (self.best_mean_reward is None or mean_reward > self.best_mean_reward):
+            self.best_mean_reward = mean_reward
+        return self.solved
+
+    @property
+    def solved(self) -> bool:
+        return (self.stop_reward is not None and self.window_full
+                and self.mean_reward >= self.stop_reward)
+
+
+class MeanTracker:
+    """Averages noisy per-step scalars over ``window`` values before writing them."""
+
+    def __init__(self, writer: ScalarWriter, window: int = 10):
+        self.writer = writer
+        self.window = window
+        self._values: dict[str, list[float]] = collections.defaultdict(list)
+
+    def track(self, tag: str, value: float, frame: int) -> None:
+        values = self._values[tag]
+        values.append(float(value))
+        if len(values) >= self.window:
+            self.writer.add_scalar(tag, float(np.mean(values)), frame)
+            values.clear()
+
+
+class ProgressReporter:
+    """Prints one progress line every ``interval`` seconds and logs frames/s."""
+
+    def __init__(self, writer: ScalarWriter, interval: float = 5.0, stream: TextIO = sys.stdout,
+                 start_frame: int = 0):
+        self.writer = writer
+        self.interval = interval
+        self.stream = stream
+        self.started = time.monotonic()
+        self._last_time = self.started
+        self._last_frame = start_frame
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None) -> None:
+        now = time.monotonic()
+        if now - self._last_time < self.interval:
+            return
+        speed = (frame - self._last_frame) / (now - self._last_time)
+        self._last_time, self._last_frame = now, frame
+        self.writer.add_scalar("speed/frames_per_second", speed, frame)
+        mean_text = "n/a" if mean_reward is None else f"{mean_reward:.2f}"
+        print(
+            f"frames {frame:,} | episodes {episodes:,} | mean-100 reward {mean_text} | "
+            f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}",
+            file=self.stream, flush=True,
+        )
+
+
+def format_seconds(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
