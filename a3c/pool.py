@@ -44,6 +44,7 @@ class WorkerPool:
         self._base_seed = base_seed
         self._processes: list = [None] * processes
         self._next_liveness_check = 0.0
+        self._closed = False
 
     def start(self) -> None:
         for worker_id in range(len(self._processes)):
@@ -92,8 +93,11 @@ class WorkerPool:
         """Ordered shutdown: stop event, drain while children leave, kill stragglers, close.
 
         Draining matters: a child cannot exit while its queue feeder still holds data the
-        learner has not read.
+        learner has not read. Calling it again does nothing.
         """
+        if self._closed:
+            return
+        self._closed = True
         self.stop_event.set()
         deadline = time.monotonic() + join_timeout
         while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):

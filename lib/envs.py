@@ -7,6 +7,7 @@ reported in ``info["final_obs"]`` and no step is spent on a dummy reset transiti
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,18 +41,24 @@ def is_atari(env_id: str) -> bool:
 
 
 def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The registered spec; ``module:EnvId`` imports ``module`` first, as ``gym.make`` does."""
+    module, _, name = env_id.rpartition(":")
     try:
-        return gym.spec(env_id)
-    except gym.error.Error as exc:
+        if module:
+            importlib.import_module(module)
+        return gym.spec(name)
+    except (gym.error.Error, ImportError) as exc:
         raise EnvError(f"unknown env id {env_id!r}") from exc
 
 
 def make_env(env_id: str, render_mode: str | None = None) -> gym.Env:
     """One env, preprocessed the way the models expect it."""
+    kwargs = {} if render_mode is None else {"render_mode": render_mode}
     if not is_atari(env_id):
-        return gym.make(env_id, render_mode=render_mode)
-    kwargs = {"frameskip": 1} if env_id.startswith("ALE/") else {}
-    env = gym.make(env_id, render_mode=render_mode, **kwargs)
+        return gym.make(env_id, **kwargs)
+    if env_id.startswith("ALE/"):
+        kwargs["frameskip"] = 1
+    env = gym.make(env_id, **kwargs)
     env = gym.wrappers.AtariPreprocessing(
         env, noop_max=30, frame_skip=ATARI_FRAME_SKIP, screen_size=84,
         terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,

@@ -1,0 +1,51 @@
+"""Shared test helpers: toy-env configs and a pool of real workers."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import torch
+
+from a3c.config import Config
+from a3c.pool import WorkerPool
+from a3c.worker import worker_main
+from lib.envs import describe_env
+from lib.models import build_net
+
+
+def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
+    settings = dict(name="test", env_id=env, processes=2, envs_per_process=1, batch_size=8,
+                    reward_steps=3, gamma=0.5, lr=1e-3, entropy_beta=0.01, clip_grad=1.0,
+                    stop_reward=None)
+    settings.update(overrides)
+    return Config(**settings)
+
+
+def toy_pool(config: Config, queue_capacity: int = 4) -> WorkerPool:
+    torch.manual_seed(0)
+    net = build_net(describe_env(config.env_id))
+    net.share_memory()
+    return WorkerPool(worker_main, (config, net), config.processes, queue_capacity, config.seed)
+
+
+def receive(pool: WorkerPool, count: int, timeout: float = 60.0) -> list:
+    """The next ``count`` messages, failing the test if they take longer than ``timeout``."""
+    messages, deadline = [], time.monotonic() + timeout
+    while len(messages) < count:
+        assert time.monotonic() < deadline, f"only {len(messages)} of {count} messages arrived"
+        message = pool.get(timeout=0.5)
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def alive(pids) -> list[int]:
+    """The pids that still name a running (not zombie) process."""
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return running

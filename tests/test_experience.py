@@ -1,0 +1,99 @@
+"""n-step first-last transitions against returns worked out by hand (gamma = 0.5)."""
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from lib.envs import make_vector_env
+from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
+from tests.toy_envs import CountingEnv
+
+GAMMA = 0.5
+
+
+def run_steps(envs, accumulator, steps):
+    """Step with action 0 and collect every transition and episode produced."""
+    observations, _ = envs.reset(seed=0)
+    batches, episodes = [], []
+    for _ in range(steps):
+        actions = np.zeros(envs.num_envs, dtype=np.int64)
+        next_observations, rewards, terminated, truncated, infos = envs.step(actions)
+        batch, finished = accumulator.step(observations, actions, rewards, terminated, truncated,
+                                           next_observations, infos)
+        if batch is not None:
+            batches.append(batch)
+        episodes.extend(finished)
+        observations = next_observations
+    return TransitionBatch.concatenate(batches), episodes
+
+
+def single(episode_length, truncate=False):
+    return make_vector_env(lambda: CountingEnv(episode_length, truncate), 1)
+
+
+def rows(batch):
+    """(first obs, reward, last obs or None, steps) per transition, for easy comparison."""
+    return [
+        (float(batch.states[i][0]), pytest.approx(float(batch.rewards[i])),
+         None if batch.dones[i] else float(batch.last_states[i][0]), int(batch.steps[i]))
+        for i in range(len(batch))
+    ]
+
+
+def test_episode_longer_than_n():
+    # rewards 1..5, n = 3: 1+.5*2+.25*3 = 2.75; 2+1.5+1 = 4.5; then the tail at termination:
+    # 3+2+1.25 = 6.25, 4+2.5 = 6.5, 5.
+    batch, episodes = run_steps(single(5), NStepAccumulator(1, 3, GAMMA), 5)
+    assert rows(batch) == [(0, 2.75, 3, 3), (1, 4.5, 4, 3), (2, 6.25, None, 3),
+                           (3, 6.5, None, 2), (4, 5.0, None, 1)]
+    assert episodes == [EpisodeResult(reward=15.0, length=5)]
+
+
+def test_episode_ends_before_n():
+    # length 2 with n = 4: both transitions are cut by termination: 1+.5*2 = 2, and 2.
+    batch, episodes = run_steps(single(2), NStepAccumulator(1, 4, GAMMA), 2)
+    assert rows(batch) == [(0, 2.0, None, 2), (1, 2.0, None, 1)]
+    assert episodes == [EpisodeResult(3.0, 2)]
+
+
+def test_episode_ends_exactly_at_n():
+    # length 3 with n = 3: the first transition has n rewards but its episode is over.
+    batch, _ = run_steps(single(3), NStepAccumulator(1, 3, GAMMA), 3)
+    assert rows(batch) == [(0, 2.75, None, 3), (1, 3.5, None, 2), (2, 3.0, None, 1)]
+
+
+def test_truncation_bootstraps_from_final_observation():
+    # Same as the first test but truncated: the tail keeps the real final observation (5)
+    # and its own step count, so the learner can bootstrap with gamma**steps.
+    batch, episodes = run_steps(single(5, truncate=True), NStepAccumulator(1, 3, GAMMA), 5)
+    assert rows(batch) == [(0, 2.75, 3, 3), (1, 4.5, 4, 3), (2, 6.25, 5, 3),
+                           (3, 6.5, 5, 2), (4, 5.0, 5, 1)]
+    assert not batch.dones.any()
+    assert episodes == [EpisodeResult(15.0, 5)]
+
+
+def test_no_transition_crosses_autoreset():
+    # Two episodes back to back: observations encode the episode (100 * index + t), and every
+    # transition's first and last state belong to the same episode.
+    batch, episodes = run_steps(single(3), NStepAccumulator(1, 2, GAMMA), 7)
+    for first, _, last, _ in rows(batch):
+        if last is not None:
+            assert first // 100 == last // 100
+    second_episode = [row for row in rows(batch) if row[0] >= 100]
+    assert second_episode[0] == (100, 2.0, 102, 2)  # rewards restart at 1 after the reset
+    assert episodes == [EpisodeResult(6.0, 3), EpisodeResult(6.0, 3)]
+
+
+def test_several_envs_ending_on_different_steps():
+    envs = SyncVectorEnv([lambda: CountingEnv(2), lambda: CountingEnv(4, offset=10_000)],
+                         autoreset_mode=AutoresetMode.SAME_STEP)
+    batch, episodes = run_steps(envs, NStepAccumulator(2, 3, GAMMA), 4)
+    assert len(batch) == 8  # one transition per env step
+    short_env = [row for row in rows(batch) if row[0] < 10_000]
+    long_env = [row for row in rows(batch) if row[0] >= 10_000]
+    # Env 0 (length 2) finished twice: 1+.5*2 = 2, then 2; the same again after the reset.
+    assert short_env == [(0, 2.0, None, 2), (1, 2.0, None, 1), (100, 2.0, None, 2), (101, 2.0, None, 1)]
+    # Env 1 (length 4) once: 1+1+.75 = 2.75 bootstrapped from t=3, then 2+1.5+1 = 4.5,
+    # 3+2 = 5 and 4 at termination.
+    assert long_env == [(10_000, 2.75, 10_003, 3), (10_001, 4.5, None, 3),
+                        (10_002, 5.0, None, 2), (10_003, 4.0, None, 1)]
+    assert episodes == [EpisodeResult(3.0, 2), EpisodeResult(3.0, 2), EpisodeResult(10.0, 4)]

@@ -1,0 +1,48 @@
+"""Loss terms' signs and values on a hand-made batch."""
+import math
+
+import pytest
+import torch
+
+from lib.loss import a2c_loss, entropy_loss, policy_loss, value_loss
+
+
+def test_value_loss_is_mean_squared_error():
+    assert float(value_loss(torch.tensor([1.0, 3.0]), torch.tensor([2.0, 0.0]))) == pytest.approx(5.0)
+
+
+def test_policy_loss_is_minus_advantage_weighted_log_prob():
+    # Uniform over 2 actions: log p = log 0.5 for both; advantages 2 and -1.
+    log_probs = torch.log(torch.full((2, 2), 0.5))
+    loss = policy_loss(log_probs, torch.tensor([0, 1]), torch.tensor([2.0, -1.0]))
+    assert float(loss) == pytest.approx(-(2 * math.log(0.5) - math.log(0.5)) / 2)
+
+
+def test_positive_advantage_gradient_raises_taken_action_probability():
+    logits = torch.zeros(1, 3, requires_grad=True)
+    loss = policy_loss(torch.log_softmax(logits, 1), torch.tensor([2]), torch.tensor([1.0]))
+    loss.backward()
+    assert logits.grad[0, 2] < 0 < logits.grad[0, 0]  # a descent step raises logit 2
+
+
+def test_entropy_loss_is_minus_beta_times_entropy():
+    uniform = torch.log_softmax(torch.zeros(4, 3), dim=1)
+    assert float(entropy_loss(uniform, 0.01)) == pytest.approx(-0.01 * math.log(3))
+    peaked = torch.log_softmax(torch.tensor([[10.0, 0.0, 0.0]]), dim=1)
+    assert float(entropy_loss(peaked, 0.01)) > float(entropy_loss(uniform, 0.01))
+
+
+def test_a2c_loss_sums_terms_and_detaches_advantage():
+    logits = torch.zeros(2, 2, requires_grad=True)
+    values = torch.tensor([1.0, 2.0], requires_grad=True)
+    terms = a2c_loss(logits, values, torch.tensor([0, 1]), torch.tensor([3.0, 0.0]), 0.01)
+    assert terms.advantages.tolist() == [2.0, -2.0]
+    assert not terms.advantages.requires_grad
+    # policy: -(2 log .5 - 2 log .5)/2 = 0; value: (4 + 4)/2 = 4; entropy: -0.01 log 2.
+    assert float(terms.policy) == pytest.approx(0.0, abs=1e-7)
+    assert float(terms.value) == pytest.approx(4.0)
+    assert float(terms.entropy) == pytest.approx(-0.01 * math.log(2))
+    assert float(terms.total) == pytest.approx(4.0 - 0.01 * math.log(2))
+    terms.total.backward()
+    # d value_loss / d V = (V - ref) -> [-2, 2]; the policy term sends nothing into V.
+    assert values.grad.tolist() == pytest.approx([-2.0, 2.0])

@@ -1,0 +1,102 @@
+"""The worker pool and its bounded queue, with real spawned children on the counting env."""
+import os
+import signal
+import time
+
+import psutil
+import pytest
+import torch.multiprocessing as mp
+
+from a3c.messages import EpisodeEnded, Transitions
+from a3c.pool import WorkerDied
+from lib.experience import EpisodeResult
+from tests.helpers import alive, receive, toy_config, toy_pool
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def pool_factory():
+    pools = []
+
+    def make(*args, **kwargs):
+        pool = toy_pool(*args, **kwargs)
+        pools.append(pool)
+        return pool
+
+    yield make
+    for pool in pools:
+        pool.close()
+        assert alive(pool.pids) == []
+    assert mp.active_children() == []
+
+
+def test_messages_arrive_intact_and_in_order_per_child(pool_factory):
+    pool = pool_factory(toy_config(processes=2, envs_per_process=1))
+    pool.start()
+    first_states = {0: [], 1: []}
+    episodes = {0: 0, 1: 0}
+    while min(episodes.values()) < 2:
+        (message,) = receive(pool, 1)
+        if isinstance(message, Transitions):
+            first_states[message.worker_id].extend(message.batch.states[:, 0].tolist())
+        else:
+            assert isinstance(message, EpisodeEnded)
+            assert message.episode == EpisodeResult(15.0, 5)
+            episodes[message.worker_id] += 1
+            # an episode's message comes after all five of its transitions
+            assert len(first_states[message.worker_id]) >= 5 * episodes[message.worker_id]
+    for worker_id, states in first_states.items():
+        expected = [100 * episode + t for episode in range(len(states) // 5 + 1) for t in range(5)]
+        assert states == expected[:len(states)], f"worker {worker_id} out of order or lossy"
+
+
+def test_queue_bound_holds_and_child_waits_with_flat_memory(pool_factory):
+    capacity = 3
+    pool = pool_factory(toy_config(processes=1), queue_capacity=capacity)
+    pool.start()
+    receive(pool, 1)  # the child is up and producing
+    child = psutil.Process(pool.pids[0])
+    time.sleep(1.0)
+    rss_before = child.memory_info().rss
+    time.sleep(2.0)
+    assert pool.messages.qsize() <= capacity
+    assert child.is_running()
+    assert child.memory_info().rss - rss_before < 5 * 2**20
+    pool.get(timeout=1.0)  # room for one more: the waiting child fills it again
+    time.sleep(0.5)
+    assert pool.messages.qsize() <= capacity
+
+
+def test_close_stops_children_blocked_on_a_full_queue(pool_factory):
+    pool = pool_factory(toy_config(processes=2), queue_capacity=1)
+    pool.start()
+    receive(pool, 1)
+    time.sleep(1.0)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 5.0
+    assert alive(pool.pids) == []
+
+
+def test_killed_child_is_reported(pool_factory):
+    pool = pool_factory(toy_config(processes=2))
+    pool.start()
+    receive(pool, 4)
+    victim = pool.pids[1]
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    with pytest.raises(WorkerDied) as died:
+        while time.monotonic() - killed_at < 10:
+            pool.get(timeout=0.5)
+    assert time.monotonic() - killed_at < 5.0
+    assert died.value.worker_id == 1 and died.value.exitcode == -signal.SIGKILL
+
+
+def test_child_exception_reaches_learner_with_traceback(pool_factory):
+    pool = pool_factory(toy_config(env="tests.toy_envs:Crashing-v0", processes=1))
+    pool.start()
+    with pytest.raises(WorkerDied) as died:
+        receive(pool, 100)
+    assert died.value.worker_id == 0 and died.value.exitcode == 1
+    assert "toy env failure on purpose" in died.value.child_traceback

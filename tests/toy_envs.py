@@ -1,0 +1,54 @@
+"""Tiny deterministic envs whose n-step returns can be worked out by hand.
+
+``Counting``: the observation is ``[offset + 100 * episode_index + t]`` (t = steps since reset), the
+reward for acting at step t is ``t + 1``, and the episode ends after ``episode_length``
+steps, terminated or (with ``truncate=True``) truncated. Registered as
+``tests.toy_envs:Counting-v0`` so that spawned children can build it by name.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+
+class CountingEnv(gym.Env):
+    def __init__(self, episode_length: int = 5, truncate: bool = False, offset: int = 0):
+        self.episode_length = episode_length
+        self.offset = offset
+        self.truncate = truncate
+        self.observation_space = gym.spaces.Box(0.0, 1e9, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.episode_index = -1
+        self.t = 0
+
+    def _observation(self) -> np.ndarray:
+        return np.array([self.offset + 100 * self.episode_index + self.t], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode_index += 1
+        self.t = 0
+        return self._observation(), {}
+
+    def step(self, action):
+        reward = float(self.t + 1)
+        self.t += 1
+        ended = self.t >= self.episode_length
+        terminated, truncated = (False, ended) if self.truncate else (ended, False)
+        return self._observation(), reward, terminated, truncated, {}
+
+
+gym.register("Counting-v0", entry_point=CountingEnv)
+gym.register("CountingTruncated-v0", entry_point=CountingEnv, kwargs={"truncate": True})
+
+
+class CrashingEnv(CountingEnv):
+    """Raises on the third step, to test that a child's exception reaches the learner."""
+
+    def step(self, action):
+        if self.t == 2:
+            raise RuntimeError("toy env failure on purpose")
+        return super().step(action)
+
+
+gym.register("Crashing-v0", entry_point=CrashingEnv)
