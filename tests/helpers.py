@@ -39,13 +39,22 @@ def receive(pool: WorkerPool, count: int, timeout: float = 60.0) -> list:
     return messages
 
 
-def alive(pids) -> list[int]:
-    """The pids that still name a running (not zombie) process."""
-    running = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                running.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return running
+def alive(pids, grace: float = 5.0) -> list[str]:
+    """The processes among ``pids`` still running after ``grace`` seconds, with their command.
+
+    The grace covers multiprocessing's resource tracker, which leaves once it reads EOF
+    from its (already exited) parent.
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        running = []
+        for pid in pids:
+            try:
+                process = psutil.Process(pid)
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    running.append(f"{pid}: {' '.join(process.cmdline())[:200]}")
+            except psutil.NoSuchProcess:
+                pass
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)

@@ -1,0 +1,98 @@
+"""Whole runs of ``run_a3c.py`` in a subprocess: they learn, log, save and leave no process."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from a3c.checkpoint import load_checkpoint
+from tests.helpers import alive
+
+ROOT = Path(__file__).resolve().parents[1]
+RANDOM_CARTPOLE_RETURN = 22.0
+
+
+def run_trainer(args: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, set[int]]:
+    """Run the trainer, recording every descendant pid seen while it ran."""
+    process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    descendants: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"trainer still running after {timeout} s")
+        try:
+            descendants.update(child.pid for child in psutil.Process(process.pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+        time.sleep(0.2)
+    output = process.stdout.read()
+    return subprocess.CompletedProcess(process.args, process.returncode, output), descendants
+
+
+def only_run_dir(logdir: Path) -> Path:
+    (run_dir,) = logdir.iterdir()
+    return run_dir
+
+
+def scalars(run_dir: Path) -> EventAccumulator:
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    return events
+
+
+@pytest.mark.timeout(300)
+def test_cartpole_learns_and_exits_clean(tmp_path):
+    budget = 60_000
+    result, descendants = run_trainer(
+        ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
+         "--logdir", str(tmp_path)], timeout=240)
+    assert result.returncode == 0, result.stdout
+    assert len(descendants) >= 2  # the children really ran
+    assert alive(descendants) == []
+    run_dir = only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["reason"] == "frame_budget" and summary["frames"] >= budget
+    # random play averages about 22; after 60k frames a learning agent is far above it
+    assert summary["mean_reward_100"] > 3 * RANDOM_CARTPOLE_RETURN, result.stdout
+    assert "mean-100 reward" in result.stdout and "frames/s" in result.stdout
+    checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
+    assert checkpoint["counters"]["frames"] == summary["frames"]
+    tags = set(scalars(run_dir).Tags()["scalars"])
+    assert {"episode/reward", "episode/reward_100", "episode/length", "speed/frames_per_second",
+            "loss/policy", "loss/value", "loss/entropy", "loss/total", "train/grad_norm",
+            "train/advantage", "train/values", "train/reference_values"} <= tags
+
+
+@pytest.mark.timeout(300)
+def test_cartpole_stops_at_the_reward_bound(tmp_path):
+    result, descendants = run_trainer(
+        ["-n", "bound", "--env", "CartPole-v1", "--stop-reward", "40", "--max-frames", "200000",
+         "--logdir", str(tmp_path)], timeout=240)
+    assert result.returncode == 0, result.stdout
+    assert alive(descendants) == []
+    summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
+    assert summary["reason"] == "solved" and summary["mean_reward_100"] >= 40
+    assert result.stdout.strip().splitlines()[-1].startswith("solved:")
+
+
+@pytest.mark.timeout(300)
+def test_atari_smoke_writes_readable_tensorboard_events(tmp_path):
+    result, descendants = run_trainer(
+        ["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
+         "--batch-size", "32", "--logdir", str(tmp_path)], timeout=240)
+    assert result.returncode == 0, result.stdout
+    assert alive(descendants) == []
+    run_dir = only_run_dir(tmp_path)
+    events = scalars(run_dir)
+    losses = events.Scalars("loss/total")
+    assert losses and all(point.step <= 4000 + 4 * 4 for point in losses)
+    assert "hyperparameters/text_summary" in events.Tags()["tensors"]
+    assert load_checkpoint(run_dir / "checkpoint.pt")["config"]["env_id"] == "PongNoFrameskip-v4"
