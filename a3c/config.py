@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import NoReturn, Sequence
 
 from lib.envs import EnvError, EnvInfo, describe_env
+from lib.models import build_net
 
 
 class ConfigError(ValueError):
@@ -36,7 +37,7 @@ class Preset:
 ATARI_PRESET = Preset(processes=4, envs_per_process=8, batch_size=128, reward_steps=4,
                       gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1)
 VECTOR_PRESET = Preset(processes=2, envs_per_process=8, batch_size=128, reward_steps=4,
-                       gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=1.0)
+                       gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
 ATARI_STOP_REWARDS = {"Pong": 18.0}
 
 
@@ -72,6 +73,10 @@ class Config:
     """Micro-batches the queue holds; 0 means two per child."""
     report_interval: float = 5.0
     """Seconds between console progress lines."""
+    save_every: float = 300.0
+    """Seconds between periodic checkpoints."""
+    resume: str | None = None
+    """Checkpoint to continue from; the run goes on in that checkpoint's directory."""
 
     @property
     def queue_capacity(self) -> int:
@@ -112,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
     parser.add_argument("--queue-size", type=int, default=0,
                         help="micro-batches the queue holds (0: two per child)")
+    parser.add_argument("--save-every", type=float, default=300.0, help="seconds between checkpoints")
+    parser.add_argument("--resume", default=None, help="checkpoint.pt of a run to continue")
     return parser
 
 
@@ -125,7 +132,7 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     return Config(
         name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
         max_frames=args.max_frames, seed=args.seed, logdir=args.logdir, cuda=args.cuda,
-        queue_size=args.queue_size, **tuned,
+        queue_size=args.queue_size, save_every=args.save_every, resume=args.resume, **tuned,
     )
 
 
@@ -155,6 +162,7 @@ def validate(config: Config) -> None:
         (config.max_frames is None or config.max_frames >= 1,
          f"--max-frames must be >= 1, got {config.max_frames}"),
         (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
+        (config.save_every > 0, f"--save-every must be > 0, got {config.save_every}"),
     ]
     for ok, message in checks:
         if not ok:
@@ -165,6 +173,29 @@ def validate(config: Config) -> None:
         if not torch.cuda.is_available():
             raise ConfigError("--cuda given but CUDA is not available on this machine")
     _check_writable(config.logdir)
+    if config.resume is not None:
+        check_resumable(config)
+
+
+def check_resumable(config: Config) -> dict:
+    """Load ``config.resume`` and refuse it when its env or network would differ."""
+    from a3c.checkpoint import CheckpointError, load_checkpoint
+
+    try:
+        state = load_checkpoint(config.resume)
+    except CheckpointError as exc:
+        raise ConfigError(f"--resume: {exc}") from exc
+    saved_env = state.get("config", {}).get("env_id")
+    if saved_env != config.env_id:
+        raise ConfigError(f"--resume: checkpoint was trained on {saved_env}, this run is {config.env_id}")
+    expected = build_net(describe_env(config.env_id)).state_dict()
+    saved = state["model"]
+    for name, tensor in expected.items():
+        saved_shape = tuple(saved[name].shape) if name in saved else None
+        if saved_shape != tuple(tensor.shape):
+            raise ConfigError(f"--resume: network differs at {name}: checkpoint {saved_shape}, "
+                              f"this run {tuple(tensor.shape)}")
+    return state
 
 
 def _check_writable(logdir: str) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from tensorboardX import SummaryWriter
 
-from a3c.checkpoint import save_checkpoint
+from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.learner import Learner, NonFiniteLoss, StepStats
 from a3c.messages import EpisodeEnded, Transitions
@@ -24,6 +24,7 @@ from lib.models import build_net
 from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
 
 GET_TIMEOUT_SECONDS = 1.0
+BEST_CHECK_SECONDS = 10.0
 
 
 class Terminated(BaseException):
@@ -32,7 +33,7 @@ class Terminated(BaseException):
 
 @dataclass
 class Counters:
-    """How far the run has come; saved in checkpoints."""
+    """How far the run has come; saved in checkpoints and continued on resume."""
 
     frames: int = 0
     transitions: int = 0
@@ -57,6 +58,34 @@ class TrainResult:
         return {"solved": 0, "frame_budget": 0, "interrupted": 130, "terminated": 143}.get(self.reason, 1)
 
 
+@dataclass
+class Run:
+    """The learner-side state of one run: what a checkpoint saves and resume restores."""
+
+    config: Config
+    learner: Learner
+    rewards: RewardTracker
+    counters: Counters
+    run_dir: Path
+    writer: SummaryWriter
+
+    def checkpoint_state(self) -> dict:
+        return {
+            "model": self.learner.net.state_dict(),
+            "optimizer": self.learner.optimizer.state_dict(),
+            "counters": dataclasses.asdict(self.counters),
+            "recent_rewards": list(self.rewards.recent_rewards),
+            "best_mean_reward": self.rewards.best_mean_reward,
+            "config": dataclasses.asdict(self.config),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def save(self, name: str) -> Path:
+        path = self.run_dir / name
+        save_checkpoint(path, self.checkpoint_state())
+        return path
+
+
 def run_name(config: Config) -> str:
     return f"{config.name}__{config.env_id.replace('/', '-')}__{config.seed}__{int(time.time())}"
 
@@ -66,31 +95,53 @@ def hyperparameter_table(config: Config) -> str:
     return "|parameter|value|\n|-|-|\n" + rows
 
 
-def train(config: Config) -> TrainResult:
-    """Run data-parallel A3C until solved, out of frames, interrupted or failed."""
-    env_info = describe_env(config.env_id)
+def start_run(config: Config) -> Run:
+    """Build the shared net and learner, fresh or restored from ``config.resume``."""
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     device = torch.device(config.device)
-    net = build_net(env_info).to(device)
-    net.share_memory()
+    net = build_net(describe_env(config.env_id)).to(device)
     learner = Learner(net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
                       config.clip_grad, device)
-    run_dir = Path(config.logdir) / run_name(config)
+    counters, recent_rewards, best = Counters(), [], None
+    if config.resume is None:
+        run_dir = Path(config.logdir) / run_name(config)
+    else:
+        state = load_checkpoint(config.resume, map_location=device)
+        net.load_state_dict(state["model"])
+        learner.optimizer.load_state_dict(state["optimizer"])
+        counters = Counters(**state["counters"])
+        learner.steps_done = counters.optimizer_steps
+        recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
+        torch.set_rng_state(state["torch_rng"])
+        run_dir = Path(config.resume).resolve().parent
+    net.share_memory()
     writer = SummaryWriter(str(run_dir))
-    writer.add_text("hyperparameters", hyperparameter_table(config))
-    counters = Counters()
-    rewards = RewardTracker(writer, config.stop_reward)
-    print(f"run {run_dir} | {config.env_id} | {config.processes} processes x "
-          f"{config.envs_per_process} envs | device {device}", flush=True)
+    writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
+    rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
+    rewards.best_mean_reward = best
+    return Run(config, learner, rewards, counters, run_dir, writer)
 
-    pool = WorkerPool(worker_main, (config, net), config.processes, config.queue_capacity, config.seed)
+
+def train(config: Config) -> TrainResult:
+    """Run data-parallel A3C until solved, out of frames, interrupted or failed.
+
+    Every ending saves ``checkpoint.pt`` except a non-finite loss, which keeps the last
+    good one; ``summary.json`` says how the run ended.
+    """
+    run = start_run(config)
+    frames_per_step = describe_env(config.env_id).frames_per_step
+    print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
+          f"{config.envs_per_process} envs | device {config.device}"
+          + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
+    pool = WorkerPool(worker_main, (config, run.learner.net), config.processes,
+                      config.queue_capacity, config.seed + run.counters.transitions)
     previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
-    progress = ProgressReporter(writer, config.report_interval)
+    progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
     message = ""
     try:
         pool.start()
-        reason = _learn(config, env_info.frames_per_step, pool, learner, writer, rewards, counters, progress)
+        reason = _learn(run, pool, progress, frames_per_step)
     except KeyboardInterrupt:
         reason = "interrupted"
     except Terminated:
@@ -100,16 +151,16 @@ def train(config: Config) -> TrainResult:
         if exc.child_traceback:
             message += "\n" + exc.child_traceback.rstrip()
     except NonFiniteLoss as exc:
-        reason, message = "non_finite", str(exc)
+        reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         pool.close()
-    seconds = progress.elapsed()
-    result = TrainResult(reason, counters, seconds, rewards.mean_reward, run_dir, message)
     if reason != "non_finite":
-        save_checkpoint(run_dir / "checkpoint.pt", _checkpoint_state(config, learner, counters, rewards))
+        run.save("checkpoint.pt")
+    result = TrainResult(reason, run.counters, progress.elapsed(), run.rewards.mean_reward,
+                         run.run_dir, message)
     _write_summary(result)
-    writer.close()
+    run.writer.close()
     return result
 
 
@@ -117,11 +168,13 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
-def _learn(config: Config, frames_per_step: int, pool: WorkerPool, learner: Learner,
-           writer: SummaryWriter, rewards: RewardTracker, counters: Counters,
-           progress: ProgressReporter) -> str:
+def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_step: int) -> str:
+    config, counters, rewards = run.config, run.counters, run.rewards
     buffer = TransitionBuffer(config.batch_size)
-    step_scalars = MeanTracker(writer)
+    step_scalars = MeanTracker(run.writer)
+    next_save = time.monotonic() + config.save_every
+    next_best_check = time.monotonic() + BEST_CHECK_SECONDS
+    saved_best = rewards.best_mean_reward
     while True:
         message = pool.get(timeout=GET_TIMEOUT_SECONDS)
         if isinstance(message, EpisodeEnded):
@@ -133,10 +186,19 @@ def _learn(config: Config, frames_per_step: int, pool: WorkerPool, learner: Lear
             counters.frames += len(message.batch) * frames_per_step
             buffer.add(message.batch)
             while (batch := buffer.pop_batch()) is not None:
-                _log_step(step_scalars, learner.step(batch), counters.frames)
+                _log_step(step_scalars, run.learner.step(batch), counters.frames)
                 counters.optimizer_steps += 1
             if config.max_frames is not None and counters.frames >= config.max_frames:
                 return "frame_budget"
+        now = time.monotonic()
+        if now >= next_save:
+            run.save("checkpoint.pt")
+            next_save = now + config.save_every
+        if now >= next_best_check:
+            next_best_check = now + BEST_CHECK_SECONDS
+            if rewards.best_mean_reward is not None and rewards.best_mean_reward != saved_best:
+                run.save("best.pt")
+                saved_best = rewards.best_mean_reward
         progress.maybe_report(counters.frames, counters.episodes, rewards.mean_reward)
 
 
@@ -144,18 +206,6 @@ def _log_step(step_scalars: MeanTracker, stats: StepStats, frame: int) -> None:
     for name, value in dataclasses.asdict(stats).items():
         group = "loss" if name.startswith("loss_") else "train"
         step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
-
-
-def _checkpoint_state(config: Config, learner: Learner, counters: Counters,
-                      rewards: RewardTracker) -> dict:
-    return {
-        "model": learner.net.state_dict(),
-        "optimizer": learner.optimizer.state_dict(),
-        "counters": dataclasses.asdict(counters),
-        "recent_rewards": list(rewards.recent_rewards),
-        "config": dataclasses.asdict(config),
-        "torch_rng": torch.get_rng_state(),
-    }
 
 
 def _write_summary(result: TrainResult) -> None:

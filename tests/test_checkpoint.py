@@ -1,0 +1,79 @@
+"""Checkpoints survive kills mid-write; damaged or foreign files get a one-line error."""
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import a3c.checkpoint
+from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+
+
+def test_round_trip_loads_with_weights_only(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"model": {"w": torch.ones(2)}, "counters": {"frames": 7}})
+    state = torch.load(path, weights_only=True)
+    assert state["counters"] == {"frames": 7} and torch.equal(state["model"]["w"], torch.ones(2))
+    assert load_checkpoint(path)["counters"]["frames"] == 7
+
+
+def test_failed_write_keeps_previous_checkpoint_and_no_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"counters": {"frames": 1}})
+
+    def torn_save(obj, stream):
+        stream.write(b"half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(a3c.checkpoint.torch, "save", torn_save)
+    with pytest.raises(OSError):
+        save_checkpoint(path, {"counters": {"frames": 2}})
+    assert load_checkpoint(path)["counters"]["frames"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+@pytest.mark.timeout(60)
+def test_sigkill_during_writes_leaves_a_readable_checkpoint(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import torch
+        from a3c.checkpoint import save_checkpoint
+        frame = 0
+        while True:
+            frame += 1
+            save_checkpoint({str(path)!r}, {{"model": {{"w": torch.randn(500_000)}},
+                                             "counters": {{"frames": frame}}}})
+        """)])
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    writer.kill()
+    writer.wait()
+    assert load_checkpoint(path)["counters"]["frames"] >= 1
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"", "not a readable checkpoint"),
+    (b"garbage" * 100, "not a readable checkpoint"),
+    (None, "not a checkpoint of this project"),
+])
+def test_damaged_or_foreign_files_are_refused(tmp_path, content, reason):
+    path = tmp_path / "bad.pt"
+    if content is None:
+        torch.save({"state_dict": {"w": torch.ones(1)}}, path)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(CheckpointError, match=reason):
+        load_checkpoint(path)
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"model": {"w": torch.randn(10_000)}})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError):
+        load_checkpoint(path)
