@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from a3c.config import ConfigError, exit_on_config_error, parse_config
 from a3c.train import train

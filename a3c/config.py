@@ -9,8 +9,9 @@ import argparse
 import dataclasses
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn, Sequence
+from typing import NoReturn
 
 from lib.envs import EnvError, EnvInfo, describe_env
 from lib.models import build_net
@@ -22,32 +23,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Preset:
-    """Hyperparameters tuned for one family of envs."""
+    """Hyperparameters tuned for one family of envs; each is a flag of the same name."""
 
-    processes: int
-    envs_per_process: int
-    batch_size: int
-    reward_steps: int
-    gamma: float
-    lr: float
-    entropy_beta: float
-    clip_grad: float
-
-
-ATARI_PRESET = Preset(processes=4, envs_per_process=8, batch_size=128, reward_steps=4,
-                      gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1)
-VECTOR_PRESET = Preset(processes=2, envs_per_process=8, batch_size=128, reward_steps=4,
-                       gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
-ATARI_STOP_REWARDS = {"Pong": 18.0}
-
-
-@dataclass(frozen=True)
-class Config:
-    """Everything a run needs; picklable, so children receive it whole."""
-
-    name: str
-    """Run name; the TensorBoard run directory starts with it."""
-    env_id: str
     processes: int
     """Child processes stepping envs."""
     envs_per_process: int
@@ -61,6 +38,22 @@ class Config:
     entropy_beta: float
     clip_grad: float
     """Maximum global gradient norm."""
+
+
+ATARI_PRESET = Preset(processes=4, envs_per_process=8, batch_size=128, reward_steps=4,
+                      gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1)
+VECTOR_PRESET = Preset(processes=2, envs_per_process=8, batch_size=128, reward_steps=4,
+                       gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
+ATARI_STOP_REWARDS = {"Pong": 18.0}
+
+
+@dataclass(frozen=True)
+class Config(Preset):
+    """Everything a run needs; picklable, so children receive it whole."""
+
+    name: str
+    """Run name; the TensorBoard run directory starts with it."""
+    env_id: str
     stop_reward: float | None
     """Stop when the mean return of the last 100 episodes reaches this."""
     max_frames: int | None = None

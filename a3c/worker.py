@@ -31,7 +31,7 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, messages, stop_e
     torch.set_num_threads(1)
     try:
         collect(worker_id, config, net, messages, stop_event, seed)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
         put_until_stopped(messages, WorkerCrashed(worker_id, traceback.format_exc()), stop_event)
         sys.exit(1)
 

@@ -8,8 +8,8 @@ reported in ``info["final_obs"]`` and no step is spent on a dummy reset transiti
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import gymnasium as gym
 import numpy as np

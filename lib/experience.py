@@ -10,8 +10,9 @@ power of gamma to apply.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,14 +34,14 @@ class TransitionBatch:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def __getitem__(self, rows: slice) -> "TransitionBatch":
+    def __getitem__(self, rows: slice) -> TransitionBatch:
         return TransitionBatch(
             self.states[rows], self.actions[rows], self.rewards[rows],
             self.last_states[rows], self.dones[rows], self.steps[rows],
         )
 
     @staticmethod
-    def concatenate(batches: Sequence["TransitionBatch"]) -> "TransitionBatch":
+    def concatenate(batches: Sequence[TransitionBatch]) -> TransitionBatch:
         if len(batches) == 1:
             return batches[0]
         return TransitionBatch(*(

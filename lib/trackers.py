@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import collections
-import time
-from typing import Iterable, Protocol, TextIO
 import sys
+import time
+from collections.abc import Iterable
+from typing import Protocol, TextIO
 
 import numpy as np
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 import torch
 
@@ -12,8 +13,6 @@ import a3c.cli
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from tests.helpers import alive
 from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
-
-import psutil
 
 
 @pytest.mark.timeout(120)
