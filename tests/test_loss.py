@@ -39,10 +39,10 @@ def test_a2c_loss_sums_terms_and_detaches_advantage():
     assert terms.advantages.tolist() == [2.0, -2.0]
     assert not terms.advantages.requires_grad
     # policy: -(2 log .5 - 2 log .5)/2 = 0; value: (4 + 4)/2 = 4; entropy: -0.01 log 2.
-    assert float(terms.policy) == pytest.approx(0.0, abs=1e-7)
-    assert float(terms.value) == pytest.approx(4.0)
-    assert float(terms.entropy) == pytest.approx(-0.01 * math.log(2))
-    assert float(terms.total) == pytest.approx(4.0 - 0.01 * math.log(2))
+    assert terms.policy.item() == pytest.approx(0.0, abs=1e-7)
+    assert terms.value.item() == pytest.approx(4.0)
+    assert terms.entropy.item() == pytest.approx(-0.01 * math.log(2))
+    assert terms.total.item() == pytest.approx(4.0 - 0.01 * math.log(2))
     terms.total.backward()
     # d value_loss / d V = (V - ref) -> [-2, 2]; the policy term sends nothing into V.
     assert values.grad.tolist() == pytest.approx([-2.0, 2.0])
