@@ -19,7 +19,7 @@ from a3c.messages import EpisodeEnded, Transitions
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.worker import worker_main
 from lib.batch import TransitionBuffer
-from lib.envs import describe_env
+from lib.envs import EnvInfo, describe_env
 from lib.models import build_net
 from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
 
@@ -68,6 +68,7 @@ class Run:
     counters: Counters
     run_dir: Path
     writer: SummaryWriter
+    env_info: EnvInfo
 
     def checkpoint_state(self) -> dict:
         return {
@@ -100,7 +101,8 @@ def start_run(config: Config) -> Run:
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     device = torch.device(config.device)
-    net = build_net(describe_env(config.env_id)).to(device)
+    env_info = describe_env(config.env_id)
+    net = build_net(env_info).to(device)
     learner = Learner(net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
                       config.clip_grad, device)
     counters, recent_rewards, best = Counters(), [], None
@@ -120,7 +122,7 @@ def start_run(config: Config) -> Run:
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
     rewards.best_mean_reward = best
-    return Run(config, learner, rewards, counters, run_dir, writer)
+    return Run(config, learner, rewards, counters, run_dir, writer, env_info)
 
 
 def train(config: Config) -> TrainResult:
@@ -130,7 +132,6 @@ def train(config: Config) -> TrainResult:
     good one; ``summary.json`` says how the run ended.
     """
     run = start_run(config)
-    frames_per_step = describe_env(config.env_id).frames_per_step
     print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
           f"{config.envs_per_process} envs | device {config.device}"
           + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
@@ -141,7 +142,7 @@ def train(config: Config) -> TrainResult:
     message = ""
     try:
         pool.start()
-        reason = _learn(run, pool, progress, frames_per_step)
+        reason = _learn(run, pool, progress, run.env_info.frames_per_step)
     except KeyboardInterrupt:
         reason = "interrupted"
     except Terminated:
