@@ -64,6 +64,8 @@ class Config(Preset):
     adam_eps: float = 1e-3
     queue_size: int = 0
     """Micro-batches the queue holds; 0 means two per child."""
+    max_worker_restarts: int = 3
+    """Dead children replaced over the run before it stops."""
     report_interval: float = 5.0
     """Seconds between console progress lines."""
     save_every: float = 300.0
@@ -74,6 +76,11 @@ class Config(Preset):
     @property
     def queue_capacity(self) -> int:
         return self.queue_size or 2 * self.processes
+
+    @property
+    def slots_per_child(self) -> int:
+        """Micro-batches one child may have in flight: its share of the queue, at least one."""
+        return max(1, -(-self.queue_capacity // self.processes))
 
     @property
     def device(self) -> str:
@@ -110,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
     parser.add_argument("--queue-size", type=int, default=0,
                         help="micro-batches the queue holds (0: two per child)")
+    parser.add_argument("--max-worker-restarts", type=int, default=3,
+                        help="dead children replaced over the run before it stops")
     parser.add_argument("--save-every", type=float, default=300.0, help="seconds between checkpoints")
     parser.add_argument("--resume", default=None, help="checkpoint.pt of a run to continue")
     return parser
@@ -125,7 +134,8 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     return Config(
         name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
         max_frames=args.max_frames, seed=args.seed, logdir=args.logdir, cuda=args.cuda,
-        queue_size=args.queue_size, save_every=args.save_every, resume=args.resume, **tuned,
+        queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
+        save_every=args.save_every, resume=args.resume, **tuned,
     )
 
 
@@ -155,6 +165,8 @@ def validate(config: Config) -> None:
         (config.max_frames is None or config.max_frames >= 1,
          f"--max-frames must be >= 1, got {config.max_frames}"),
         (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
+        (config.max_worker_restarts >= 0,
+         f"--max-worker-restarts must be >= 0, got {config.max_worker_restarts}"),
         (config.save_every > 0, f"--save-every must be > 0, got {config.save_every}"),
     ]
     for ok, message in checks:

@@ -28,10 +28,16 @@ class StepStats:
     advantage: float
     values: float
     reference_values: float
+    policy_lag: float | None
+    """Mean optimizer steps between the weights that acted and the ones trained, if known."""
 
 
 class Learner:
-    """Owns the optimizer of the shared net and applies one step per batch."""
+    """Owns the optimizer of the shared net and applies one step per batch.
+
+    ``policy_version`` is a shared-memory counter of the steps applied; children read it
+    when they act, so every transition says how old the weights that chose it were.
+    """
 
     def __init__(self, net: nn.Module, lr: float, adam_eps: float, gamma: float,
                  entropy_beta: float, clip_grad: float, device: torch.device | str):
@@ -41,7 +47,15 @@ class Learner:
         self.entropy_beta = entropy_beta
         self.clip_grad = clip_grad
         self.device = device
-        self.steps_done = 0
+        self.policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
+
+    @property
+    def steps_done(self) -> int:
+        return int(self.policy_version)
+
+    @steps_done.setter
+    def steps_done(self, steps: int) -> None:
+        self.policy_version.fill_(steps)
 
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
@@ -58,7 +72,10 @@ class Learner:
                 f"loss {loss_total}, gradient norm {grad_norm}"
             )
         self.optimizer.step()
-        self.steps_done += 1
+        lag = None
+        if transitions.policy_versions is not None:
+            lag = float(self.steps_done - transitions.policy_versions.mean())
+        self.policy_version += 1
         return StepStats(
             loss_total=loss_total,
             loss_policy=float(terms.policy.detach()),
@@ -68,4 +85,5 @@ class Learner:
             advantage=float(terms.advantages.mean()),
             values=float(values.detach().mean()),
             reference_values=float(reference_values.mean()),
+            policy_lag=lag,
         )

@@ -1,4 +1,9 @@
-"""What children send the learner through the queue: plain picklable records of numpy data."""
+"""What children send the learner through the queue: small picklable records.
+
+Observation rows do not travel in these records: a child writes them into a shared-memory
+slot (see ``a3c.channel``) and sends ``SlotTransitions`` naming the slot; the pool hands
+the learner ``Transitions`` with the rows read back.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,10 +13,26 @@ from lib.experience import EpisodeResult, TransitionBatch
 
 @dataclass
 class Transitions:
-    """The n-step transitions one child's vector step produced."""
+    """The n-step transitions one child's vector step produced, as the learner sees them."""
 
     worker_id: int
     batch: TransitionBatch
+
+
+@dataclass
+class SlotTransitions:
+    """Transitions in transit: ``batch.states`` is None, its rows are in ``slot``.
+
+    ``incarnation`` tells a restarted child's messages from its predecessor's, whose slots
+    the new child reuses; ``policy_version`` is the optimizer step of the weights that chose
+    the oldest action in the batch.
+    """
+
+    worker_id: int
+    incarnation: int
+    slot: int
+    batch: TransitionBatch
+    policy_version: int
 
 
 @dataclass
@@ -27,4 +48,5 @@ class WorkerCrashed:
     """A child's last word: the traceback of the exception that ends it."""
 
     worker_id: int
+    incarnation: int
     traceback: str

@@ -1,8 +1,9 @@
-"""The worker pool: the only place that knows about processes and the queue.
+"""The worker pool: the only place that knows about processes, the queue and the slots.
 
-The learner sees three calls: ``start``, ``get`` (which never blocks for long and raises
-WorkerDied when a child is gone) and ``close`` (ordered shutdown). Another transport
-(shared-memory slots, Ray actors) can stand behind the same three calls.
+The learner sees four calls: ``start``, ``get`` (which never blocks for long and raises
+WorkerDied when a child is gone), ``restart`` (a fresh child in a dead one's place) and
+``close`` (ordered shutdown). Another transport (Ray actors, another host) can stand
+behind the same calls.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 
 import torch.multiprocessing as mp
 
-from a3c.messages import WorkerCrashed
+from a3c.channel import ChildChannel, SlotLayout
+from a3c.messages import SlotTransitions, WorkerCrashed
 
 LIVENESS_CHECK_SECONDS = 0.5
 
@@ -29,21 +31,30 @@ class WorkerDied(RuntimeError):
         super().__init__(f"worker {worker_id} died{detail}")
 
 
+def child_seed(base_seed: int, worker_id: int, incarnation: int) -> int:
+    """Each child its own seed stream; a restarted child moves one step along its stream."""
+    return base_seed + 1000 * (worker_id + 1) + incarnation
+
+
 class WorkerPool:
-    """Children running ``target(worker_id, *args, queue, stop_event, seed)``.
+    """Children running ``target(worker_id, *args, channel, seed)``.
 
     The pool is not tied to one worker body: the target and its shared arguments are given.
     """
 
     def __init__(self, target: Callable[..., None], args: tuple, processes: int,
-                 queue_capacity: int, base_seed: int):
+                 queue_capacity: int, base_seed: int, slot_layout: SlotLayout):
         self._context = mp.get_context("spawn")
         self._target = target
         self._args = args
         self.messages = self._context.Queue(maxsize=queue_capacity)
         self.stop_event = self._context.Event()
         self._base_seed = base_seed
+        self._slot_layout = slot_layout
+        self._slot_states = [slot_layout.allocate() for _ in range(processes)]
+        self._channels: list[ChildChannel | None] = [None] * processes
         self._processes: list = [None] * processes
+        self._incarnations = [0] * processes
         self._next_liveness_check = 0.0
         self._closed = False
 
@@ -52,23 +63,42 @@ class WorkerPool:
             self._start(worker_id)
 
     def _start(self, worker_id: int) -> None:
-        seed = self._base_seed + 1000 * (worker_id + 1)
+        incarnation = self._incarnations[worker_id]
+        channel = ChildChannel(worker_id, incarnation, self.messages, self.stop_event,
+                               self._slot_states[worker_id],
+                               self._context.BoundedSemaphore(self._slot_layout.slots))
         process = self._context.Process(
             target=self._target, name=f"a3c-worker-{worker_id}", daemon=True,
-            args=(worker_id, *self._args, self.messages, self.stop_event, seed),
+            args=(worker_id, *self._args, channel, child_seed(self._base_seed, worker_id, incarnation)),
         )
         process.start()
+        self._channels[worker_id] = channel
         self._processes[worker_id] = process
+
+    def restart(self, worker_id: int) -> None:
+        """Replace a dead child with a fresh one: new envs, next seed, its own slots reused.
+
+        Messages still queued from the dead child that name a slot are dropped, since the
+        new child writes over those slots; its finished episodes are still delivered.
+        """
+        process = self._processes[worker_id]
+        process.join(timeout=1.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
+        self._incarnations[worker_id] += 1
+        self._start(worker_id)
 
     @property
     def pids(self) -> list[int]:
         return [process.pid for process in self._processes if process is not None]
 
     def get(self, timeout: float = 1.0) -> Any | None:
-        """The next message, or None after ``timeout`` seconds without one.
+        """The next message, or None after ``timeout`` seconds without a usable one.
 
         Raises WorkerDied when a child reported a crash or is found dead; the check runs
-        at least every half second even while messages keep coming.
+        at least every half second even while messages keep coming. A crash report from
+        a child that was already restarted is returned as it is, for its traceback.
         """
         now = time.monotonic()
         if now >= self._next_liveness_check:
@@ -79,7 +109,10 @@ class WorkerPool:
         except queue.Empty:
             self.check_alive()
             return None
-        if isinstance(message, WorkerCrashed):
+        current = self._incarnations[message.worker_id]
+        if isinstance(message, SlotTransitions):
+            return self._channels[message.worker_id].take(message) if message.incarnation == current else None
+        if isinstance(message, WorkerCrashed) and message.incarnation == current:
             process = self._processes[message.worker_id]
             process.join(timeout=5.0)
             raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
@@ -89,6 +122,12 @@ class WorkerPool:
         for worker_id, process in enumerate(self._processes):
             if process.exitcode is not None:
                 raise WorkerDied(worker_id, process.exitcode)
+
+    def kill(self) -> None:
+        """SIGKILL every child at once: the way out when there is no time for ``close``."""
+        for process in self._processes:
+            if process is not None and process.is_alive():
+                process.kill()
 
     def close(self, join_timeout: float = 5.0) -> None:
         """Ordered shutdown: stop event, drain while children leave, kill stragglers, close.
@@ -106,9 +145,9 @@ class WorkerPool:
             for process in self._processes:
                 if process is not None:
                     process.join(timeout=0.05)
+        self.kill()
         for process in self._processes:
-            if process is not None and process.is_alive():
-                process.kill()
+            if process is not None:
                 process.join(timeout=5.0)
         self._drain()
         self.messages.close()

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +14,11 @@ import numpy as np
 import torch
 from tensorboardX import SummaryWriter
 
+from a3c.channel import SlotLayout
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.learner import Learner, NonFiniteLoss, StepStats
-from a3c.messages import EpisodeEnded, Transitions
+from a3c.messages import EpisodeEnded, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.worker import worker_main
 from lib.batch import TransitionBuffer
@@ -39,6 +42,8 @@ class Counters:
     transitions: int = 0
     episodes: int = 0
     optimizer_steps: int = 0
+    worker_restarts: int = 0
+    """Over this invocation; the budget starts afresh on resume."""
 
 
 @dataclass
@@ -112,7 +117,7 @@ def start_run(config: Config) -> Run:
         state = load_checkpoint(config.resume, map_location=device)
         net.load_state_dict(state["model"])
         learner.optimizer.load_state_dict(state["optimizer"])
-        counters = Counters(**state["counters"])
+        counters = Counters(**{**state["counters"], "worker_restarts": 0})
         learner.steps_done = counters.optimizer_steps
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
         torch.set_rng_state(state["torch_rng"])
@@ -135,9 +140,11 @@ def train(config: Config) -> TrainResult:
     print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
           f"{config.envs_per_process} envs | device {config.device}"
           + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
-    pool = WorkerPool(worker_main, (config, run.learner.net), config.processes,
-                      config.queue_capacity, config.seed + run.counters.transitions)
+    pool = WorkerPool(worker_main, (config, run.learner.net, run.learner.policy_version),
+                      config.processes, config.queue_capacity, config.seed + run.counters.transitions,
+                      slot_layout(config, run.env_info))
     previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous_sigint = signal.getsignal(signal.SIGINT)
     progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
     message = ""
     try:
@@ -148,16 +155,17 @@ def train(config: Config) -> TrainResult:
     except Terminated:
         reason = "terminated"
     except WorkerDied as exc:
-        reason, message = "worker_died", str(exc)
-        if exc.child_traceback:
-            message += "\n" + exc.child_traceback.rstrip()
+        reason = "worker_died"
+        message = f"{_describe_death(exc)}; no restarts left ({config.max_worker_restarts} allowed)"
     except NonFiniteLoss as exc:
         reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
+        signal.signal(signal.SIGINT, lambda signum, frame: _exit_now(pool))
         pool.close()
     if reason != "non_finite":
         run.save("checkpoint.pt")
+    signal.signal(signal.SIGINT, previous_sigint)
     result = TrainResult(reason, run.counters, progress.elapsed(), run.rewards.mean_reward,
                          run.run_dir, message)
     _write_summary(result)
@@ -165,8 +173,45 @@ def train(config: Config) -> TrainResult:
     return result
 
 
+def slot_layout(config: Config, env_info: EnvInfo) -> SlotLayout:
+    """Slots large enough for the most transitions one vector step can emit."""
+    return SlotLayout(env_info.observation_shape, env_info.observation_dtype,
+                      rows=config.envs_per_process * config.reward_steps,
+                      slots=config.slots_per_child)
+
+
 def _raise_terminated(signum, frame) -> None:
     raise Terminated()
+
+
+def _exit_now(pool: WorkerPool) -> None:
+    """A second Ctrl-C while shutting down: kill the children and leave without saving.
+
+    The last checkpoint on disk stays readable, since checkpoints are replaced by rename.
+    """
+    pool.kill()
+    print("second interrupt: children killed, exiting without the final checkpoint",
+          file=sys.stderr, flush=True)
+    os._exit(130)
+
+
+def _describe_death(died: WorkerDied) -> str:
+    text = str(died)
+    if died.child_traceback:
+        text += "\n" + died.child_traceback.rstrip()
+    return text
+
+
+def _replace_worker(run: Run, pool: WorkerPool, died: WorkerDied) -> None:
+    """Restart the dead child while the budget lasts; past it, let WorkerDied end the run."""
+    if run.counters.worker_restarts >= run.config.max_worker_restarts:
+        raise died
+    run.counters.worker_restarts += 1
+    print(f"{_describe_death(died)}; restarting it "
+          f"({run.counters.worker_restarts} of {run.config.max_worker_restarts} restarts)",
+          file=sys.stderr, flush=True)
+    pool.restart(died.worker_id)
+    run.writer.add_scalar("workers/restarts", run.counters.worker_restarts, run.counters.frames)
 
 
 def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_step: int) -> str:
@@ -177,8 +222,15 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_st
     next_best_check = time.monotonic() + BEST_CHECK_SECONDS
     saved_best = rewards.best_mean_reward
     while True:
-        message = pool.get(timeout=GET_TIMEOUT_SECONDS)
-        if isinstance(message, EpisodeEnded):
+        try:
+            message = pool.get(timeout=GET_TIMEOUT_SECONDS)
+        except WorkerDied as died:
+            _replace_worker(run, pool, died)
+            continue
+        if isinstance(message, WorkerCrashed):
+            print(f"traceback of worker {message.worker_id}'s earlier crash:\n"
+                  f"{message.traceback.rstrip()}", file=sys.stderr, flush=True)
+        elif isinstance(message, EpisodeEnded):
             counters.episodes += 1
             if rewards.record(message.episode.reward, message.episode.length, counters.frames):
                 return "solved"
@@ -205,6 +257,8 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_st
 
 def _log_step(step_scalars: MeanTracker, stats: StepStats, frame: int) -> None:
     for name, value in dataclasses.asdict(stats).items():
+        if value is None:
+            continue
         group = "loss" if name.startswith("loss_") else "train"
         step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
 

@@ -2,71 +2,84 @@
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import sys
 import traceback
+from collections import deque
 from functools import partial
 
+import numpy as np
 import torch
 from torch import nn
 
+from a3c.channel import ChildChannel
 from a3c.config import Config
-from a3c.messages import EpisodeEnded, Transitions, WorkerCrashed
+from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.envs import make_env, make_vector_env
 from lib.experience import NStepAccumulator
-from lib.models import sample_actions
-
-PUT_POLL_SECONDS = 0.1
+from lib.models import evaluate, sample_actions
 
 
-def worker_main(worker_id: int, config: Config, net: nn.Module, messages, stop_event, seed: int) -> None:
+def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: torch.Tensor,
+                channel: ChildChannel, seed: int) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
-    the learner sets ``stop_event``, so a half-written queue message never happens on a signal.
+    the learner sets the stop event, so a half-written queue message never happens on a signal.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.set_num_threads(1)
     try:
-        collect(worker_id, config, net, messages, stop_event, seed)
+        collect(config, net, policy_version, channel, seed)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
-        put_until_stopped(messages, WorkerCrashed(worker_id, traceback.format_exc()), stop_event)
+        channel.put(WorkerCrashed(worker_id, channel.incarnation, traceback.format_exc()))
         sys.exit(1)
 
 
-def collect(worker_id: int, config: Config, net: nn.Module, messages, stop_event, seed: int) -> None:
-    """Act, accumulate n-step transitions, and put them until told to stop or orphaned."""
+def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel,
+            seed: int) -> None:
+    """Act, accumulate n-step transitions, and send them until told to stop or orphaned.
+
+    One forward pass per vector step serves twice: its logits choose the next actions and
+    its values are V(last state) for the transitions that end on these observations.
+    """
     parent_pid = os.getppid()
     device = next(net.parameters()).device
     torch.manual_seed(seed)
     envs = make_vector_env(partial(make_env, config.env_id), config.envs_per_process)
     accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma)
+    acting_versions: deque[int] = deque(maxlen=config.reward_steps)
     observations, _ = envs.reset(seed=seed)
+    logits, _ = evaluate(net, torch.as_tensor(observations).to(device))
     try:
-        while not stop_event.is_set() and os.getppid() == parent_pid:
-            actions = sample_actions(net, torch.as_tensor(observations).to(device)).cpu().numpy()
+        while not channel.stop_event.is_set() and os.getppid() == parent_pid:
+            acting_versions.append(int(policy_version))
+            actions = sample_actions(logits).cpu().numpy()
             next_observations, rewards, terminated, truncated, infos = envs.step(actions)
+            logits, next_values = evaluate(net, torch.as_tensor(next_observations).to(device))
             batch, episodes = accumulator.step(
-                observations, actions, rewards, terminated, truncated, next_observations, infos
+                observations, actions, rewards, terminated, truncated, next_observations, infos,
+                next_values=next_values.cpu().numpy(),
+                final_values=_final_values(net, truncated, infos, device),
             )
-            if batch is not None and not put_until_stopped(messages, Transitions(worker_id, batch), stop_event):
+            if batch is not None and not channel.put_transitions(batch, acting_versions[0]):
                 return
             for episode in episodes:
-                if not put_until_stopped(messages, EpisodeEnded(worker_id, episode), stop_event):
+                if not channel.put(EpisodeEnded(channel.worker_id, episode)):
                     return
             observations = next_observations
     finally:
         envs.close()
 
 
-def put_until_stopped(messages, message, stop_event) -> bool:
-    """Put, waiting while the queue is full; False if told to stop first."""
-    while not stop_event.is_set():
-        try:
-            messages.put(message, timeout=PUT_POLL_SECONDS)
-            return True
-        except queue.Full:
-            continue
-    return False
+def _final_values(net: nn.Module, truncated: np.ndarray, infos: dict, device: torch.device) -> np.ndarray | None:
+    """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""
+    rows = np.flatnonzero(truncated)
+    if not len(rows):
+        return None
+    final_observations = np.stack([infos["final_obs"][row] for row in rows])
+    _, values = evaluate(net, torch.as_tensor(final_observations).to(device))
+    final_values = np.zeros(len(truncated), dtype=np.float32)
+    final_values[rows] = values.cpu().numpy()
+    return final_values

@@ -6,9 +6,14 @@ its episode ends, so no transition ever spans an autoreset. On termination the l
 is absent (done); on truncation the episode is cut, not over, so the transition keeps the
 last real observation to bootstrap from, with ``steps`` < n telling the learner which
 power of gamma to apply.
+
+Given the values the acting process already computed for the observations it will act on
+next, the accumulator records V(last state) instead of the last state: the learner then
+needs no second forward pass, and the last states never travel between processes.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,33 +26,42 @@ import numpy as np
 class TransitionBatch:
     """A block of n-step transitions as numpy arrays, one row per transition.
 
-    ``last_states`` rows where ``dones`` is set are zeros and never read.
+    The bootstrap source is either ``last_states`` (the learner evaluates them) or
+    ``last_values`` (V(last state) from the acting process); rows where ``dones`` is set
+    hold zeros there and are never read. ``policy_versions`` is the optimizer step of the
+    weights that chose each row's action, where the sender knows it.
     """
 
     states: np.ndarray
     actions: np.ndarray
     rewards: np.ndarray
-    last_states: np.ndarray
     dones: np.ndarray
     steps: np.ndarray
+    last_states: np.ndarray | None = None
+    last_values: np.ndarray | None = None
+    policy_versions: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
 
     def __getitem__(self, rows: slice) -> TransitionBatch:
-        return TransitionBatch(
-            self.states[rows], self.actions[rows], self.rewards[rows],
-            self.last_states[rows], self.dones[rows], self.steps[rows],
-        )
+        return TransitionBatch(**{
+            name: None if column is None else column[rows] for name, column in self._columns()
+        })
+
+    def _columns(self) -> list[tuple[str, np.ndarray | None]]:
+        return [(field.name, getattr(self, field.name)) for field in dataclasses.fields(self)]
 
     @staticmethod
     def concatenate(batches: Sequence[TransitionBatch]) -> TransitionBatch:
+        """One batch of all rows; a column kept only where every part has it."""
         if len(batches) == 1:
             return batches[0]
-        return TransitionBatch(*(
-            np.concatenate([getattr(batch, name) for batch in batches])
-            for name in ("states", "actions", "rewards", "last_states", "dones", "steps")
-        ))
+        joined = {}
+        for name, _ in batches[0]._columns():
+            parts = [getattr(batch, name) for batch in batches]
+            joined[name] = None if any(part is None for part in parts) else np.concatenate(parts)
+        return TransitionBatch(**joined)
 
 
 @dataclass(frozen=True)
@@ -77,13 +91,18 @@ class NStepAccumulator:
         truncated: np.ndarray,
         next_observations: np.ndarray,
         infos: Mapping[str, Any],
+        next_values: np.ndarray | None = None,
+        final_values: np.ndarray | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
         With SAME_STEP autoreset, ``next_observations[i]`` is already the next episode's
         first observation when env i ended; its real final observation is in
-        ``infos["final_obs"][i]``.
+        ``infos["final_obs"][i]``. With ``next_values`` (V of ``next_observations``) and
+        ``final_values`` (V of the final observations, read where env i was truncated) the
+        batch carries ``last_values`` instead of ``last_states``.
         """
+        with_values = next_values is not None
         emitted: list[tuple] = []
         episodes: list[EpisodeResult] = []
         for env_index, pending in enumerate(self._pending):
@@ -92,41 +111,54 @@ class NStepAccumulator:
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:
-                last_state = None if terminated[env_index] else infos["final_obs"][env_index]
+                if terminated[env_index]:
+                    bootstrap = None
+                elif with_values:
+                    bootstrap = float(final_values[env_index])
+                else:
+                    bootstrap = infos["final_obs"][env_index]
                 while pending:
-                    emitted.append(self._pop_first(pending, last_state))
+                    emitted.append(self._pop_first(pending, bootstrap))
                 episodes.append(EpisodeResult(
                     float(self._episode_rewards[env_index]), int(self._episode_lengths[env_index])
                 ))
                 self._episode_rewards[env_index] = 0.0
                 self._episode_lengths[env_index] = 0
             elif len(pending) == self.reward_steps:
-                emitted.append(self._pop_first(pending, next_observations[env_index]))
-        return _stack(emitted), episodes
+                bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
+                emitted.append(self._pop_first(pending, bootstrap))
+        return _stack(emitted, with_values), episodes
 
-    def _pop_first(self, pending: deque, last_state: np.ndarray | None) -> tuple:
+    def _pop_first(self, pending: deque, bootstrap: np.ndarray | float | None) -> tuple:
+        """The oldest pending transition; ``bootstrap`` is its last state or V(last state),
+        None when its episode terminated."""
         discounted = 0.0
         for power, (_, _, reward) in enumerate(pending):
             discounted += reward * self.gamma ** power
         steps = len(pending)
         state, action, _ = pending.popleft()
-        return state, action, discounted, last_state, steps
+        return state, action, discounted, bootstrap, steps
 
 
-def _stack(emitted: list[tuple]) -> TransitionBatch | None:
+def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
     if not emitted:
         return None
     states = np.stack([row[0] for row in emitted])
     dones = np.array([row[3] is None for row in emitted], dtype=bool)
-    last_states = np.zeros_like(states)
-    for index, row in enumerate(emitted):
-        if row[3] is not None:
-            last_states[index] = row[3]
+    last_states = last_values = None
+    if with_values:
+        last_values = np.array([0.0 if row[3] is None else row[3] for row in emitted], np.float32)
+    else:
+        last_states = np.zeros_like(states)
+        for index, row in enumerate(emitted):
+            if row[3] is not None:
+                last_states[index] = row[3]
     return TransitionBatch(
         states=states,
         actions=np.array([row[1] for row in emitted], dtype=np.int64),
         rewards=np.array([row[2] for row in emitted], dtype=np.float32),
-        last_states=last_states,
         dones=dones,
         steps=np.array([row[4] for row in emitted], dtype=np.int64),
+        last_states=last_states,
+        last_values=last_values,
     )

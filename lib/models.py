@@ -53,8 +53,17 @@ def build_net(env_info: EnvInfo) -> nn.Module:
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions)
 
 
-@torch.no_grad()
-def sample_actions(net: nn.Module, observations: torch.Tensor) -> torch.Tensor:
+@torch.inference_mode()
+def evaluate(net: nn.Module, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(policy logits, state values) for acting: no autograd bookkeeping at all."""
+    return net(observations)
+
+
+def sample_actions(logits: torch.Tensor) -> torch.Tensor:
     """Draw one action per row from the policy's categorical distribution."""
-    logits, _ = net(observations)
     return torch.multinomial(torch.softmax(logits, dim=-1), 1).squeeze(-1)
+
+
+def greedy_actions(logits: torch.Tensor) -> torch.Tensor:
+    """The most probable action per row."""
+    return logits.argmax(dim=-1)

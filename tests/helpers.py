@@ -8,6 +8,7 @@ import torch
 
 from a3c.config import Config
 from a3c.pool import WorkerPool
+from a3c.train import slot_layout
 from a3c.worker import worker_main
 from lib.envs import describe_env
 from lib.models import build_net
@@ -21,11 +22,14 @@ def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
     return Config(**settings)
 
 
-def toy_pool(config: Config, queue_capacity: int = 4) -> WorkerPool:
+def toy_pool(config: Config) -> WorkerPool:
     torch.manual_seed(0)
-    net = build_net(describe_env(config.env_id))
+    env_info = describe_env(config.env_id)
+    net = build_net(env_info)
     net.share_memory()
-    return WorkerPool(worker_main, (config, net), config.processes, queue_capacity, config.seed)
+    policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
+    return WorkerPool(worker_main, (config, net, policy_version), config.processes,
+                      config.queue_capacity, config.seed, slot_layout(config, env_info))
 
 
 def receive(pool: WorkerPool, count: int, timeout: float = 60.0) -> list:

@@ -1,4 +1,6 @@
 """Learner batching (exact batch size, order kept) and unpack_batch's reference values."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -85,3 +87,39 @@ def test_unpack_on_cuda_matches_cpu():
     assert all(tensor.device.type == "cuda" for tensor in gpu)
     for on_cpu, on_gpu in zip(cpu, gpu):
         assert torch.allclose(on_cpu.float(), on_gpu.cpu().float())
+
+
+class MustNotBeCalled(nn.Module):
+    def forward(self, observations):
+        raise AssertionError("the learner evaluated last states although values were sent")
+
+
+def test_unpack_uses_sent_values_instead_of_a_forward_pass():
+    gamma = 0.9
+    with_states = make_batch([1, 2, 3], dones=[False, True, False], steps=[4, 4, 2], rewards=[1.0, 2.0, 3.0])
+    with_values = dataclasses.replace(with_states, last_states=None,
+                                      last_values=np.array([10.0, 0.0, 30.0], np.float32))
+    _, _, expected = unpack_batch(with_states, ValueIsObservation(), gamma)
+    _, _, reference = unpack_batch(with_values, MustNotBeCalled(), gamma)
+    assert reference.tolist() == pytest.approx(expected.tolist())
+    assert reference.tolist() == pytest.approx([7.561, 2.0, 27.3], rel=1e-6)
+
+
+def test_unpack_refuses_a_batch_with_no_bootstrap_source():
+    batch = dataclasses.replace(make_batch([1]), last_states=None)
+    with pytest.raises(ValueError, match="neither last_states nor last_values"):
+        unpack_batch(batch, ValueIsObservation(), 0.9)
+
+
+def test_concatenate_keeps_a_column_only_where_every_part_has_it():
+    versioned = dataclasses.replace(make_batch([1, 2]), policy_versions=np.array([5, 6]))
+    joined = TransitionBatch.concatenate([versioned, make_batch([3])])
+    assert joined.states[:, 0].tolist() == [1, 2, 3] and joined.policy_versions is None
+    both = TransitionBatch.concatenate([versioned, versioned])
+    assert both.policy_versions.tolist() == [5, 6, 5, 6]
+
+
+def test_unpack_leaves_the_batch_unchanged():
+    batch = make_batch([1, 2], rewards=[1.0, 2.0])
+    unpack_batch(batch, ValueIsObservation(), 0.9)
+    assert batch.rewards.tolist() == [1.0, 2.0]

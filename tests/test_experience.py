@@ -10,15 +10,25 @@ from tests.toy_envs import CountingEnv
 GAMMA = 0.5
 
 
-def run_steps(envs, accumulator, steps):
-    """Step with action 0 and collect every transition and episode produced."""
+def run_steps(envs, accumulator, steps, value_of=None):
+    """Step with action 0 and collect every transition and episode produced.
+
+    With ``value_of`` (observation -> value), the accumulator is given the values of the
+    next and final observations, as the worker gives it its forward pass's values.
+    """
     observations, _ = envs.reset(seed=0)
     batches, episodes = [], []
     for _ in range(steps):
         actions = np.zeros(envs.num_envs, dtype=np.int64)
         next_observations, rewards, terminated, truncated, infos = envs.step(actions)
+        values = {}
+        if value_of is not None:
+            final = [infos["final_obs"][i] if truncated[i] else next_observations[i]
+                     for i in range(envs.num_envs)]
+            values = {"next_values": np.array([value_of(o) for o in next_observations]),
+                      "final_values": np.array([value_of(o) for o in final])}
         batch, finished = accumulator.step(observations, actions, rewards, terminated, truncated,
-                                           next_observations, infos)
+                                           next_observations, infos, **values)
         if batch is not None:
             batches.append(batch)
         episodes.extend(finished)
@@ -97,3 +107,17 @@ def test_several_envs_ending_on_different_steps():
     assert long_env == [(10_000, 2.75, 10_003, 3), (10_001, 4.5, None, 3),
                         (10_002, 5.0, None, 2), (10_003, 4.0, None, 1)]
     assert episodes == [EpisodeResult(3.0, 2), EpisodeResult(3.0, 2), EpisodeResult(10.0, 4)]
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+def test_sent_values_stand_for_the_last_states(truncate):
+    # The same episodes with values V(obs) = 1000 + obs: each transition carries the value
+    # of exactly the last state the plain mode records (the real final one on truncation).
+    plain, _ = run_steps(single(5, truncate), NStepAccumulator(1, 3, GAMMA), 12)
+    valued, _ = run_steps(single(5, truncate), NStepAccumulator(1, 3, GAMMA), 12,
+                          value_of=lambda observation: 1000.0 + float(observation[0]))
+    assert valued.last_states is None and plain.last_values is None
+    expected = np.where(plain.dones, 0.0, 1000.0 + plain.last_states[:, 0])
+    assert valued.last_values.tolist() == expected.tolist()
+    for column in ("states", "actions", "rewards", "dones", "steps"):
+        assert np.array_equal(getattr(valued, column), getattr(plain, column))

@@ -53,7 +53,7 @@ def test_messages_arrive_intact_and_in_order_per_child(pool_factory):
 
 def test_queue_bound_holds_and_child_waits_with_flat_memory(pool_factory):
     capacity = 3
-    pool = pool_factory(toy_config(processes=1), queue_capacity=capacity)
+    pool = pool_factory(toy_config(processes=1, queue_size=capacity))
     pool.start()
     receive(pool, 1)  # the child is up and producing
     child = psutil.Process(pool.pids[0])
@@ -69,7 +69,7 @@ def test_queue_bound_holds_and_child_waits_with_flat_memory(pool_factory):
 
 
 def test_close_stops_children_blocked_on_a_full_queue(pool_factory):
-    pool = pool_factory(toy_config(processes=2), queue_capacity=1)
+    pool = pool_factory(toy_config(processes=2, queue_size=1))
     pool.start()
     receive(pool, 1)
     time.sleep(1.0)
@@ -100,3 +100,24 @@ def test_child_exception_reaches_learner_with_traceback(pool_factory):
         receive(pool, 100)
     assert died.value.worker_id == 0 and died.value.exitcode == 1
     assert "toy env failure on purpose" in died.value.child_traceback
+
+
+def test_restart_puts_a_fresh_child_in_a_killed_ones_place(pool_factory):
+    pool = pool_factory(toy_config(processes=2))
+    pool.start()
+    receive(pool, 4)
+    victim = pool.pids[1]
+    os.kill(victim, signal.SIGKILL)
+    with pytest.raises(WorkerDied):
+        receive(pool, 1000, timeout=10)
+    pool.restart(1)
+    assert pool.pids[1] != victim and psutil.Process(pool.pids[1]).is_running()
+    # Fresh envs start again at episode 0: the new child's first transition is state 0,
+    # and nothing its predecessor left in a reused slot reaches the learner after it.
+    from_new_child = []
+    while len(from_new_child) < 6:
+        (message,) = receive(pool, 1)
+        if isinstance(message, Transitions) and message.worker_id == 1:
+            from_new_child.extend(message.batch.states[:, 0].tolist())
+    restart_at = from_new_child.index(0.0)
+    assert from_new_child[restart_at:] == [0, 1, 2, 3, 4, 100][: len(from_new_child) - restart_at]

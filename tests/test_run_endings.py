@@ -1,5 +1,6 @@
 """Ways a real training run ends: SIGINT, SIGTERM, resume, and refused resume files."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,18 +16,25 @@ from tests.helpers import alive
 from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
 
 
+def start_trainer(args: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list[int]]:
+    """Start ``run_a3c.py`` and wait until its children are running; (process, child pids)."""
+    process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(children) < 2 and time.monotonic() < deadline:
+        children = [c.pid for c in psutil.Process(process.pid).children()
+                    if "resource_tracker" not in " ".join(c.cmdline())]
+        time.sleep(0.2)
+    assert len(children) == 2, "the children did not start"
+    return process, children
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_saves_checkpoint_and_exits_fast_with_no_children(tmp_path, signum, exit_code):
-    process = subprocess.Popen(
-        [sys.executable, "run_a3c.py", "-n", "sig", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-         "--stop-reward", "1e9"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    children = []
-    deadline = time.monotonic() + 60
-    while len(children) < 2 and time.monotonic() < deadline:  # wait for both children to run
-        children = [c.pid for c in psutil.Process(process.pid).children() if "resource_tracker"
-                    not in " ".join(c.cmdline())]
-        time.sleep(0.2)
+    process, children = start_trainer(["-n", "sig", "--env", "CartPole-v1", "--logdir", str(tmp_path),
+                                       "--stop-reward", "1e9"])
     time.sleep(3.0)
     sent = time.monotonic()
     process.send_signal(signum)
@@ -83,3 +91,71 @@ def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, mo
     with pytest.raises(SystemExit):
         a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--resume", str(cartpole)])
     assert "network differs" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(120)
+def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(tmp_path):
+    # SlowClose children take 30 s to close their envs, so the first Ctrl-C's ordered
+    # shutdown would wait its full 5 s join; the second one kills them and leaves.
+    process, children = start_trainer(["-n", "twice", "--env", "tests.toy_envs:SlowClose-v0",
+                                       "--logdir", str(tmp_path), "--stop-reward", "1e9"])
+    time.sleep(2.0)
+    process.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    second = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=30)
+    assert time.monotonic() - second < 2.0
+    assert process.returncode == 130, output
+    assert "second interrupt" in output
+    assert alive(children) == []
+
+
+@pytest.mark.timeout(120)
+def test_killed_child_is_restarted_and_the_run_finishes(tmp_path):
+    process, children = start_trainer(["-n", "restart", "--env", "CartPole-v1", "--logdir", str(tmp_path),
+                                       "--stop-reward", "1e9", "--max-frames", "40000"])
+    time.sleep(2.0)
+    killed = time.monotonic()
+    os.kill(children[0], signal.SIGKILL)
+    output, _ = process.communicate(timeout=90)
+    assert process.returncode == 0, output
+    assert "worker 0 died with exit code -9; restarting it (1 of 3 restarts)" in output
+    summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
+    assert summary["reason"] == "frame_budget" and summary["worker_restarts"] == 1
+    assert summary["frames"] >= 40000
+    assert time.monotonic() - killed < 60
+    assert alive(children) == []
+
+
+@pytest.mark.timeout(120)
+def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path):
+    # Every Crashing child raises on its third step: two restarts, then the third death ends the run.
+    result, descendants = run_trainer(["-n", "budget", "--env", "tests.toy_envs:Crashing-v0",
+                                       "--logdir", str(tmp_path), "--max-worker-restarts", "2"], timeout=90)
+    assert result.returncode == 1, result.stdout
+    assert "restarting it (2 of 2 restarts)" in result.stdout
+    assert "no restarts left (2 allowed)" in result.stdout
+    assert "toy env failure on purpose" in result.stdout
+    run_dir = only_run_dir(tmp_path)
+    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "worker_died"
+    assert load_checkpoint(run_dir / "checkpoint.pt")["counters"]["frames"] >= 0
+    assert alive(descendants) == []
+
+
+@pytest.mark.timeout(180)
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    args = ["-n", "nan", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
+            "--stop-reward", "1e9"]
+    first, _ = run_trainer([*args, "--max-frames", "2000"], timeout=90)
+    assert first.returncode == 0, first.stdout
+    checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
+    good = checkpoint.read_bytes()
+    process = subprocess.Popen([sys.executable, "run_a3c.py", *args, "--resume", str(checkpoint)],
+                               cwd=ROOT, env={**os.environ, "A3C_TOY_NAN_REWARD": "1"},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, _ = process.communicate(timeout=90)
+    assert process.returncode == 1, output
+    assert "non-finite training signal" in output and "kept the last good checkpoint" in output
+    assert checkpoint.read_bytes() == good
+    assert json.loads((checkpoint.parent / "summary.json").read_text())["reason"] == "non_finite"

@@ -7,6 +7,10 @@ steps, terminated or (with ``truncate=True``) truncated. Registered as
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
+import time
+
 import gymnasium as gym
 import numpy as np
 
@@ -52,3 +56,28 @@ class CrashingEnv(CountingEnv):
 
 
 gym.register("Crashing-v0", entry_point=CrashingEnv)
+
+
+class SlowCloseEnv(CountingEnv):
+    """Takes 30 s to close in a child (the learner's start-up check closes one at once), so
+    that a shutdown is still running when a second Ctrl-C comes."""
+
+    def close(self):
+        if multiprocessing.parent_process() is not None:
+            time.sleep(30.0)
+
+
+gym.register("SlowClose-v0", entry_point=SlowCloseEnv)
+
+
+class NanRewardEnv(CountingEnv):
+    """Counting, but every reward is NaN while ``A3C_TOY_NAN_REWARD`` is set in the environment."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = super().step(action)
+        if os.environ.get("A3C_TOY_NAN_REWARD"):
+            reward = float("nan")
+        return observation, reward, terminated, truncated, info
+
+
+gym.register("NanReward-v0", entry_point=NanRewardEnv)
