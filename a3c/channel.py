@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,33 +54,49 @@ class ChildChannel:
     """
 
     def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any,
-                 states: torch.Tensor, free_slots: Any):
+                 states: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor):
         self.worker_id = worker_id
         self.incarnation = incarnation
         self.messages = messages
         self.stop_event = stop_event
         self.states = states
         self.free_slots = free_slots
+        self.wait_seconds = wait_seconds
+        """Shared: seconds this child spent blocked on a full channel, for the benchmark."""
         self._next_slot = 0
 
     # child side
     def put(self, message: Any) -> bool:
         """Put, waiting while the queue is full; False if told to stop first."""
-        while not self.stop_event.is_set():
-            try:
-                self.messages.put(message, timeout=POLL_SECONDS)
-                return True
-            except queue.Full:
-                continue
-        return False
+        try:
+            self.messages.put_nowait(message)
+            return True
+        except queue.Full:
+            pass
+        started = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self.messages.put(message, timeout=POLL_SECONDS)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+        finally:
+            self.wait_seconds += time.monotonic() - started
 
     def put_transitions(self, batch: TransitionBatch, policy_version: int) -> bool:
         """Write ``batch.states`` into the next slot and send the rest; False if stopped."""
         if len(batch) > self.states.shape[1]:
             raise ValueError(f"{len(batch)} transitions do not fit a slot of {self.states.shape[1]}")
-        while not self.free_slots.acquire(timeout=POLL_SECONDS):
-            if self.stop_event.is_set():
-                return False
+        if not self.free_slots.acquire(block=False):
+            started = time.monotonic()
+            try:
+                while not self.free_slots.acquire(timeout=POLL_SECONDS):
+                    if self.stop_event.is_set():
+                        return False
+            finally:
+                self.wait_seconds += time.monotonic() - started
         slot = self._next_slot
         self._next_slot = (slot + 1) % self.states.shape[0]
         self.states[slot, : len(batch)] = torch.from_numpy(batch.states)

@@ -58,6 +58,8 @@ class Config(Preset):
     """Stop when the mean return of the last 100 episodes reaches this."""
     max_frames: int | None = None
     """Stop after this many env frames (Atari: 4 per step) even if unsolved."""
+    max_seconds: float | None = None
+    """Stop after this many seconds of training even if unsolved."""
     seed: int = 0
     logdir: str = "runs"
     cuda: bool = False
@@ -113,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mean-100 reward that ends the run; default: the env spec's "
                              "reward_threshold, 18 for Pong")
     parser.add_argument("--max-frames", type=int, default=None, help="frame budget (unlimited if unset)")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="time budget in seconds, from the start of the children (unlimited if unset)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run")
     parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
     parser.add_argument("--queue-size", type=int, default=0,
@@ -133,7 +137,8 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     }
     return Config(
         name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
-        max_frames=args.max_frames, seed=args.seed, logdir=args.logdir, cuda=args.cuda,
+        max_frames=args.max_frames, max_seconds=args.max_seconds, seed=args.seed,
+        logdir=args.logdir, cuda=args.cuda,
         queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
         save_every=args.save_every, resume=args.resume, **tuned,
     )
@@ -164,6 +169,8 @@ def validate(config: Config) -> None:
         (config.clip_grad > 0.0, f"--clip-grad must be > 0, got {config.clip_grad}"),
         (config.max_frames is None or config.max_frames >= 1,
          f"--max-frames must be >= 1, got {config.max_frames}"),
+        (config.max_seconds is None or config.max_seconds > 0,
+         f"--max-seconds must be > 0, got {config.max_seconds}"),
         (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
         (config.max_worker_restarts >= 0,
          f"--max-worker-restarts must be >= 0, got {config.max_worker_restarts}"),
@@ -177,7 +184,8 @@ def validate(config: Config) -> None:
 
         if not torch.cuda.is_available():
             raise ConfigError("--cuda given but CUDA is not available on this machine")
-    _check_writable(config.logdir)
+    if not is_writable_dir(config.logdir):
+        raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
     if config.resume is not None:
         check_resumable(config)
 
@@ -203,13 +211,12 @@ def check_resumable(config: Config) -> dict:
     return state
 
 
-def _check_writable(logdir: str) -> None:
-    path = os.path.abspath(logdir)
-    existing = path
+def is_writable_dir(path: str) -> bool:
+    """True if ``path`` is a directory we can write, or one we could create."""
+    existing = os.path.abspath(path)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"--logdir {logdir!r} cannot be written")
+    return os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK)
 
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.multiprocessing as mp
 
 from a3c.channel import ChildChannel, SlotLayout
@@ -52,6 +53,8 @@ class WorkerPool:
         self._base_seed = base_seed
         self._slot_layout = slot_layout
         self._slot_states = [slot_layout.allocate() for _ in range(processes)]
+        self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
+                              for _ in range(processes)]
         self._channels: list[ChildChannel | None] = [None] * processes
         self._processes: list = [None] * processes
         self._incarnations = [0] * processes
@@ -66,7 +69,8 @@ class WorkerPool:
         incarnation = self._incarnations[worker_id]
         channel = ChildChannel(worker_id, incarnation, self.messages, self.stop_event,
                                self._slot_states[worker_id],
-                               self._context.BoundedSemaphore(self._slot_layout.slots))
+                               self._context.BoundedSemaphore(self._slot_layout.slots),
+                               self._wait_seconds[worker_id])
         process = self._context.Process(
             target=self._target, name=f"a3c-worker-{worker_id}", daemon=True,
             args=(worker_id, *self._args, channel, child_seed(self._base_seed, worker_id, incarnation)),
@@ -88,6 +92,10 @@ class WorkerPool:
             process.join(timeout=5.0)
         self._incarnations[worker_id] += 1
         self._start(worker_id)
+
+    def child_wait_seconds(self) -> float:
+        """Seconds all children together have spent blocked on a full channel so far."""
+        return float(sum(float(seconds) for seconds in self._wait_seconds))
 
     @property
     def pids(self) -> list[int]:

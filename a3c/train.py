@@ -4,10 +4,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +18,10 @@ from a3c.channel import SlotLayout
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.learner import Learner, NonFiniteLoss, StepStats
+from a3c.load import LoadMeter
 from a3c.messages import EpisodeEnded, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
+from a3c.signals import StopSignals
 from a3c.worker import worker_main
 from lib.batch import TransitionBuffer
 from lib.envs import EnvInfo, describe_env
@@ -28,10 +30,6 @@ from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
 
 GET_TIMEOUT_SECONDS = 1.0
 BEST_CHECK_SECONDS = 10.0
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived; raised in the learner like KeyboardInterrupt is for SIGINT."""
 
 
 @dataclass
@@ -48,8 +46,8 @@ class Counters:
 
 @dataclass
 class TrainResult:
-    """How a run ended. ``reason`` is one of: solved, frame_budget, interrupted, terminated,
-    worker_died, non_finite."""
+    """How a run ended. ``reason`` is one of: solved, frame_budget, time_budget, interrupted,
+    terminated, worker_died, non_finite."""
 
     reason: str
     counters: Counters
@@ -60,7 +58,8 @@ class TrainResult:
 
     @property
     def exit_code(self) -> int:
-        return {"solved": 0, "frame_budget": 0, "interrupted": 130, "terminated": 143}.get(self.reason, 1)
+        codes = {"solved": 0, "frame_budget": 0, "time_budget": 0, "interrupted": 130, "terminated": 143}
+        return codes.get(self.reason, 1)
 
 
 @dataclass
@@ -143,29 +142,22 @@ def train(config: Config) -> TrainResult:
     pool = WorkerPool(worker_main, (config, run.learner.net, run.learner.policy_version),
                       config.processes, config.queue_capacity, config.seed + run.counters.transitions,
                       slot_layout(config, run.env_info))
-    previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
-    previous_sigint = signal.getsignal(signal.SIGINT)
     progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
     message = ""
-    try:
-        pool.start()
-        reason = _learn(run, pool, progress, run.env_info.frames_per_step)
-    except KeyboardInterrupt:
-        reason = "interrupted"
-    except Terminated:
-        reason = "terminated"
-    except WorkerDied as exc:
-        reason = "worker_died"
-        message = f"{_describe_death(exc)}; no restarts left ({config.max_worker_restarts} allowed)"
-    except NonFiniteLoss as exc:
-        reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
-    finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
-        signal.signal(signal.SIGINT, lambda signum, frame: _exit_now(pool))
-        pool.close()
-    if reason != "non_finite":
-        run.save("checkpoint.pt")
-    signal.signal(signal.SIGINT, previous_sigint)
+    with StopSignals(partial(_exit_now, pool)) as signals:
+        try:
+            pool.start()
+            reason = _learn(run, pool, progress, signals)
+        except WorkerDied as exc:
+            reason = "worker_died"
+            message = f"{_describe_death(exc)}; no restarts left ({config.max_worker_restarts} allowed)"
+        except NonFiniteLoss as exc:
+            reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
+        finally:
+            signals.stopping = True
+            pool.close()
+        if reason != "non_finite":
+            run.save("checkpoint.pt")
     result = TrainResult(reason, run.counters, progress.elapsed(), run.rewards.mean_reward,
                          run.run_dir, message)
     _write_summary(result)
@@ -180,19 +172,15 @@ def slot_layout(config: Config, env_info: EnvInfo) -> SlotLayout:
                       slots=config.slots_per_child)
 
 
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
-
-
-def _exit_now(pool: WorkerPool) -> None:
-    """A second Ctrl-C while shutting down: kill the children and leave without saving.
+def _exit_now(pool: WorkerPool, exit_code: int) -> None:
+    """A second Ctrl-C or SIGTERM: kill the children and leave without saving.
 
     The last checkpoint on disk stays readable, since checkpoints are replaced by rename.
     """
     pool.kill()
     print("second interrupt: children killed, exiting without the final checkpoint",
           file=sys.stderr, flush=True)
-    os._exit(130)
+    os._exit(exit_code)
 
 
 def _describe_death(died: WorkerDied) -> str:
@@ -214,19 +202,25 @@ def _replace_worker(run: Run, pool: WorkerPool, died: WorkerDied) -> None:
     run.writer.add_scalar("workers/restarts", run.counters.worker_restarts, run.counters.frames)
 
 
-def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_step: int) -> str:
+def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: StopSignals) -> str:
     config, counters, rewards = run.config, run.counters, run.rewards
+    frames_per_step = run.env_info.frames_per_step
     buffer = TransitionBuffer(config.batch_size)
     step_scalars = MeanTracker(run.writer)
+    load = LoadMeter(run.writer, run.run_dir / "progress.jsonl")
+    deadline = None if config.max_seconds is None else time.monotonic() + config.max_seconds
     next_save = time.monotonic() + config.save_every
     next_best_check = time.monotonic() + BEST_CHECK_SECONDS
     saved_best = rewards.best_mean_reward
-    while True:
+    while signals.reason is None:
+        waiting_since = time.monotonic()
         try:
             message = pool.get(timeout=GET_TIMEOUT_SECONDS)
         except WorkerDied as died:
             _replace_worker(run, pool, died)
             continue
+        working_since = time.monotonic()
+        load.waited(working_since - waiting_since)
         if isinstance(message, WorkerCrashed):
             print(f"traceback of worker {message.worker_id}'s earlier crash:\n"
                   f"{message.traceback.rstrip()}", file=sys.stderr, flush=True)
@@ -239,11 +233,16 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_st
             counters.frames += len(message.batch) * frames_per_step
             buffer.add(message.batch)
             while (batch := buffer.pop_batch()) is not None:
-                _log_step(step_scalars, run.learner.step(batch), counters.frames)
+                stats = run.learner.step(batch)
+                _log_step(step_scalars, stats, counters.frames)
+                load.trained(stats.policy_lag)
                 counters.optimizer_steps += 1
             if config.max_frames is not None and counters.frames >= config.max_frames:
                 return "frame_budget"
         now = time.monotonic()
+        load.worked(now - working_since)
+        if deadline is not None and now >= deadline:
+            return "time_budget"
         if now >= next_save:
             run.save("checkpoint.pt")
             next_save = now + config.save_every
@@ -252,7 +251,10 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, frames_per_st
             if rewards.best_mean_reward is not None and rewards.best_mean_reward != saved_best:
                 run.save("best.pt")
                 saved_best = rewards.best_mean_reward
-        progress.maybe_report(counters.frames, counters.episodes, rewards.mean_reward)
+        if progress.maybe_report(counters.frames, counters.episodes, rewards.mean_reward):
+            load.record(counters.frames, counters.transitions, counters.optimizer_steps,
+                        pool.child_wait_seconds(), rewards.mean_reward)
+    return signals.reason
 
 
 def _log_step(step_scalars: MeanTracker, stats: StepStats, frame: int) -> None:

@@ -51,14 +51,22 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
         raise EnvError(f"unknown env id {env_id!r}") from exc
 
 
-def make_env(env_id: str, render_mode: str | None = None) -> gym.Env:
-    """One env, preprocessed the way the models expect it."""
+def make_env(env_id: str, render_mode: str | None = None,
+             wrap_raw: Callable[[gym.Env], gym.Env] | None = None) -> gym.Env:
+    """One env, preprocessed the way the models expect it.
+
+    ``wrap_raw`` wraps the env before any preprocessing: a video recorder placed there
+    sees every frame in colour rather than the net's 84x84 grey, frame-skipped view.
+    """
     kwargs = {} if render_mode is None else {"render_mode": render_mode}
     if not is_atari(env_id):
-        return gym.make(env_id, **kwargs)
+        env = gym.make(env_id, **kwargs)
+        return env if wrap_raw is None else wrap_raw(env)
     if env_id.startswith("ALE/"):
         kwargs["frameskip"] = 1
     env = gym.make(env_id, **kwargs)
+    if wrap_raw is not None:
+        env = wrap_raw(env)
     env = gym.wrappers.AtariPreprocessing(
         env, noop_max=30, frame_skip=ATARI_FRAME_SKIP, screen_size=84,
         terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,

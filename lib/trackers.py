@@ -87,10 +87,11 @@ class ProgressReporter:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None) -> None:
+    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None) -> bool:
+        """Print and log if ``interval`` seconds have passed since the last report; say so."""
         now = time.monotonic()
         if now - self._last_time < self.interval:
-            return
+            return False
         speed = (frame - self._last_frame) / (now - self._last_time)
         self._last_time, self._last_frame = now, frame
         self.writer.add_scalar("speed/frames_per_second", speed, frame)
@@ -100,6 +101,7 @@ class ProgressReporter:
             f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}",
             file=self.stream, flush=True,
         )
+        return True
 
 
 def format_seconds(seconds: float) -> str:

@@ -1,5 +1,6 @@
 """Shared-memory slots: rows arrive intact, slots are reused round-robin, the bound holds."""
 import numpy as np
+import torch
 import torch.multiprocessing as mp
 
 from a3c.channel import ChildChannel, SlotLayout
@@ -21,7 +22,7 @@ def make_channel(slots=2, rows=8):
     context = mp.get_context("spawn")
     layout = SlotLayout((4, 84, 84), "uint8", rows=rows, slots=slots)
     return ChildChannel(0, 0, context.Queue(maxsize=10), context.Event(), layout.allocate(),
-                        context.BoundedSemaphore(slots))
+                        context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64))
 
 
 def test_rows_come_back_intact_with_their_policy_version():
@@ -40,9 +41,11 @@ def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
     channel = make_channel(slots=2)
     assert channel.put_transitions(frames_batch(0, 4), 0)
     assert channel.put_transitions(frames_batch(10, 4), 0)
+    assert float(channel.wait_seconds) == 0.0
     channel.stop_event.set()
     assert not channel.put_transitions(frames_batch(20, 4), 0)  # both slots in flight: no room
     channel.stop_event.clear()
+    assert float(channel.wait_seconds) > 0.0  # the wait for a free slot was counted
     first, second = channel.messages.get(timeout=5), channel.messages.get(timeout=5)
     assert (first.slot, second.slot) == (0, 1)
     assert channel.take(first).batch.states[0, 0, 0, 0] == 0

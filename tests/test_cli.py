@@ -21,6 +21,9 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--lr", "-1e-3"], "--lr"),
     (["-n", "x", "--env", "CartPole-v1", "--clip-grad", "0"], "--clip-grad"),
     (["-n", "x", "--env", "CartPole-v1", "--max-frames", "0"], "--max-frames"),
+    (["-n", "x", "--env", "CartPole-v1", "--max-worker-restarts", "-1"], "--max-worker-restarts"),
+    (["-n", "x", "--env", "CartPole-v1", "--save-every", "0"], "--save-every"),
+    (["-n", "x", "--env", "CartPole-v1", "--queue-size", "-1"], "--queue-size"),
     (["-n", "x", "--env", "CartPole-v1", "--logdir", "/etc/hostname/runs"], "--logdir"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "two"], "--processes"),
 ]

@@ -96,3 +96,20 @@ def test_atari_smoke_writes_readable_tensorboard_events(tmp_path):
     assert losses and all(point.step <= 4000 + 4 * 4 for point in losses)
     assert "hyperparameters/text_summary" in events.Tags()["tensors"]
     assert load_checkpoint(run_dir / "checkpoint.pt")["config"]["env_id"] == "PongNoFrameskip-v4"
+
+
+@pytest.mark.timeout(120)
+def test_time_budget_ends_the_run_and_progress_lines_record_the_load(tmp_path):
+    started = time.monotonic()
+    result, _ = run_trainer(["-n", "budget", "--env", "CartPole-v1", "--logdir", str(tmp_path),
+                             "--max-seconds", "12"], timeout=90)
+    assert result.returncode == 0, result.stdout
+    assert time.monotonic() - started < 60
+    run_dir = only_run_dir(tmp_path)
+    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "time_budget"
+    records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+    assert len(records) >= 2  # a report every 5 s of a 12 s run
+    last = records[-1]
+    assert 0 < last["learner_busy_seconds"] + last["learner_wait_seconds"] <= last["seconds"] + 0.5
+    assert last["transitions"] > 0 and last["policy_lag_batches"] == last["optimizer_steps"]
+    assert "perf/learner_busy_fraction" in scalars(run_dir).Tags()["scalars"]

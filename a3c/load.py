@@ -1,0 +1,78 @@
+"""Where the time goes: the learner's busy and waiting seconds, children's blocked seconds,
+and policy lag, logged per report interval to TensorBoard and to ``progress.jsonl``.
+
+``progress.jsonl`` holds cumulative figures, one JSON object per line, so any window of
+a run (the benchmark's, say) is the difference of two lines.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Protocol
+
+
+class ScalarWriter(Protocol):
+    def add_scalar(self, tag: str, value: float, step: int) -> None: ...
+
+
+class LoadMeter:
+    """Accumulates the learner's time split and the policy lag of the batches it trained."""
+
+    def __init__(self, writer: ScalarWriter, path: Path):
+        self.writer = writer
+        self.path = path
+        self.started = time.monotonic()
+        self.learner_wait_seconds = 0.0
+        self.learner_busy_seconds = 0.0
+        self.lag_sum = 0.0
+        self.lag_batches = 0
+        self._previous: dict | None = None
+
+    def waited(self, seconds: float) -> None:
+        self.learner_wait_seconds += seconds
+
+    def worked(self, seconds: float) -> None:
+        self.learner_busy_seconds += seconds
+
+    def trained(self, policy_lag: float | None) -> None:
+        if policy_lag is not None:
+            self.lag_sum += policy_lag
+            self.lag_batches += 1
+
+    def record(self, frame: int, transitions: int, optimizer_steps: int,
+               child_wait_seconds: float, mean_reward: float | None) -> dict:
+        """Append the cumulative figures to ``progress.jsonl``; log the interval's rates."""
+        snapshot = {
+            "seconds": round(time.monotonic() - self.started, 3),
+            "mean_reward_100": mean_reward,
+            "frames": frame,
+            "transitions": transitions,
+            "optimizer_steps": optimizer_steps,
+            "learner_wait_seconds": round(self.learner_wait_seconds, 3),
+            "learner_busy_seconds": round(self.learner_busy_seconds, 3),
+            "child_wait_seconds": round(child_wait_seconds, 3),
+            "policy_lag_sum": round(self.lag_sum, 3),
+            "policy_lag_batches": self.lag_batches,
+        }
+        with self.path.open("a") as stream:
+            stream.write(json.dumps(snapshot) + "\n")
+        if self._previous is not None:
+            for tag, value in window_rates(self._previous, snapshot).items():
+                self.writer.add_scalar(f"perf/{tag}", value, frame)
+        self._previous = snapshot
+        return snapshot
+
+
+def window_rates(start: dict, end: dict) -> dict[str, float]:
+    """Rates over the window between two ``progress.jsonl`` records."""
+    seconds = max(end["seconds"] - start["seconds"], 1e-9)
+    batches = end["policy_lag_batches"] - start["policy_lag_batches"]
+    return {
+        "transitions_per_second": (end["transitions"] - start["transitions"]) / seconds,
+        "frames_per_second": (end["frames"] - start["frames"]) / seconds,
+        "learner_busy_fraction": (end["learner_busy_seconds"] - start["learner_busy_seconds"]) / seconds,
+        "learner_wait_fraction": (end["learner_wait_seconds"] - start["learner_wait_seconds"]) / seconds,
+        "child_wait_seconds_per_second": (end["child_wait_seconds"] - start["child_wait_seconds"]) / seconds,
+        "policy_lag": (end["policy_lag_sum"] - start["policy_lag_sum"]) / batches if batches else 0.0,
+    }

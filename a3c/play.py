@@ -1,0 +1,139 @@
+"""Play a saved checkpoint: N episodes, greedy or sampled actions, optionally on video.
+
+    python play_a3c.py runs/NAME__ENV__SEED__TIME/best.pt --episodes 5 --greedy --record videos/
+
+Runs on the CPU in this one process; the env id and network come from the checkpoint.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import NoReturn
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from a3c.checkpoint import CheckpointError, load_checkpoint
+from a3c.config import is_writable_dir
+from lib.envs import EnvError, describe_env, make_env
+from lib.models import build_net, evaluate, greedy_actions, sample_actions
+
+DEFAULT_MAX_STEPS = 27_000
+"""Agent steps per episode: 108,000 Atari frames, the usual 30-minute evaluation cap."""
+
+
+class PlayError(ValueError):
+    """Bad input to play; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class EpisodePlayed:
+    reward: float
+    length: int
+    cut: bool
+    """True when ``max_steps`` ended the episode rather than the env."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="play_a3c.py", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("checkpoint", help="checkpoint.pt or best.pt of a run")
+    parser.add_argument("-e", "--episodes", type=int, default=5, help="episodes to play")
+    parser.add_argument("--greedy", action="store_true",
+                        help="take the most probable action instead of sampling the policy")
+    parser.add_argument("--record", metavar="DIR", default=None,
+                        help="write one video per episode into DIR (needs the [video] extra)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode's reset")
+    parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                        help="cut an episode after this many agent steps")
+    return parser
+
+
+def load_policy(path: str) -> tuple[str, nn.Module]:
+    """The env id and the trained net of a checkpoint, on the CPU."""
+    try:
+        state = load_checkpoint(path)
+        env_id = state["config"]["env_id"]
+        net = build_net(describe_env(env_id))
+        net.load_state_dict(state["model"])
+    except (CheckpointError, EnvError) as exc:
+        raise PlayError(str(exc)) from exc
+    except (KeyError, TypeError, RuntimeError) as exc:
+        raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
+    return env_id, net.eval()
+
+
+def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
+    if record_dir is None:
+        return make_env(env_id)
+    try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
+        import moviepy  # noqa: F401
+        import pygame  # noqa: F401
+    except ImportError as exc:
+        raise PlayError(f'--record needs {exc.name}: pip install -e ".[video]"') from exc
+    if not is_writable_dir(record_dir):
+        raise PlayError(f"--record {record_dir!r} cannot be written")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
+    recorder = partial(gym.wrappers.RecordVideo, video_folder=record_dir,
+                       episode_trigger=lambda episode: True, name_prefix=env_id.replace("/", "-"))
+    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder)
+
+
+def play_episode(env: gym.Env, net: nn.Module, greedy: bool, seed: int, max_steps: int) -> EpisodePlayed:
+    choose = greedy_actions if greedy else sample_actions
+    observation, _ = env.reset(seed=seed)
+    total, steps = 0.0, 0
+    while steps < max_steps:
+        logits, _ = evaluate(net, torch.as_tensor(np.asarray(observation)[None]))
+        observation, reward, terminated, truncated, _ = env.step(int(choose(logits)[0]))
+        total += float(reward)
+        steps += 1
+        if terminated or truncated:
+            return EpisodePlayed(total, steps, cut=False)
+    return EpisodePlayed(total, steps, cut=True)
+
+
+def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None = None,
+         seed: int = 0, max_steps: int = DEFAULT_MAX_STEPS) -> list[EpisodePlayed]:
+    """Play and print each episode's return; PlayError on bad input, before any episode."""
+    if episodes < 1:
+        raise PlayError(f"--episodes must be >= 1, got {episodes}")
+    if max_steps < 1:
+        raise PlayError(f"--max-steps must be >= 1, got {max_steps}")
+    env_id, net = load_policy(path)
+    torch.manual_seed(seed)
+    env = make_play_env(env_id, record_dir)
+    played = []
+    try:
+        for index in range(episodes):
+            episode = play_episode(env, net, greedy, seed + index, max_steps)
+            played.append(episode)
+            cut = f" (cut at {max_steps} steps)" if episode.cut else ""
+            print(f"episode {index + 1}: return {episode.reward:.1f}, {episode.length} steps{cut}",
+                  flush=True)
+    finally:
+        env.close()
+    mode = "greedy" if greedy else "sampled"
+    print(f"{env_id}, {mode} actions: mean return {np.mean([e.reward for e in played]):.2f} "
+          f"over {episodes} episodes" + (f"; videos in {record_dir}" if record_dir else ""), flush=True)
+    return played
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        play(args.checkpoint, args.episodes, args.greedy, args.record, args.seed, args.max_steps)
+    except PlayError as error:
+        _fail(error)
+    return 0
+
+
+def _fail(error: PlayError) -> NoReturn:
+    print(f"play_a3c.py: error: {error}", file=sys.stderr)
+    sys.exit(2)

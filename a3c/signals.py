@@ -1,0 +1,42 @@
+"""Ctrl-C and SIGTERM as requests the learner polls, never as exceptions mid-operation.
+
+An exception raised from a signal handler can land anywhere: half-way through reading a
+queue message (the next read then starts inside the old one and can block forever), in
+a checkpoint write, in an optimizer step. So the first signal only records what was asked,
+and the learner's loop, which checks at least once a second, stops cleanly. A second
+Ctrl-C or SIGTERM, while the run is stopping or once it already was asked to, calls
+``exit_now``: the way out when the ordered shutdown is itself stuck.
+"""
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from types import FrameType
+
+REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+
+class StopSignals:
+    """Installed for the life of a run: ``with StopSignals(exit_now) as signals: ...``."""
+
+    def __init__(self, exit_now: Callable[[int], None]):
+        self.exit_now = exit_now
+        self.reason: str | None = None
+        """"interrupted" (SIGINT) or "terminated" (SIGTERM) once one has arrived."""
+        self.stopping = False
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> StopSignals:  # noqa: PYI034 - Self needs Python 3.11
+        for signum in REASONS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.reason is not None or self.stopping:
+            self.exit_now(128 + signum)
+            return
+        self.reason = REASONS[signal.Signals(signum)]

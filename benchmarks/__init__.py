@@ -1,0 +1,1 @@
+"""Throughput and time-to-solve benchmarks; see ``python -m benchmarks.run --help``."""

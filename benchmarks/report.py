@@ -1,0 +1,117 @@
+"""The benchmark's figures as a markdown report and a CartPole reward-against-time plot."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def _probe_section(probe: dict) -> list[str]:
+    return [
+        "### Machine limit (one thread per stage)", "",
+        _row("stage", "per core per second"), _row("-", "-"),
+        _row("Pong env steps (wrappers included)", f"{probe['env_steps_per_second_per_core']:,.0f}"),
+        _row(f"inference samples, batch {probe['inference_batch']}",
+             f"{probe['inference_samples_per_second_per_core']:,.0f}"),
+        _row(f"training samples, batch {probe['training_batch']}",
+             f"{probe['training_samples_per_second_per_core']:,.0f}"),
+        "",
+        (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms, so {probe['cores']} cores "
+        f"train at most **{probe['bound_transitions_per_second']:,.0f} transitions/s**."), "",
+    ]
+
+
+def _pong_section(pong: dict) -> list[str]:
+    ours = pong["ours"]
+    lines = [
+        "### Pong throughput", "",
+        _row("figure", "this trainer", "SB3 A2C"), _row("-", "-", "-"),
+        _row("trained transitions/s", f"{ours['transitions_per_second']:,.0f}",
+             f"{pong['sb3']['transitions_per_second']:,.0f}" if "sb3" in pong else "skipped"),
+        _row("frames/s", f"{ours['frames_per_second']:,.0f}",
+             f"{pong['sb3']['frames_per_second']:,.0f}" if "sb3" in pong else "skipped"),
+        _row("learner busy fraction", f"{ours['learner_busy_fraction']:.2f}", ""),
+        _row("learner waiting on the queue", f"{ours['learner_wait_fraction']:.2f}", ""),
+        _row("children blocked on a full channel (s/s, all children)",
+             f"{ours['child_wait_seconds_per_second']:.2f}", ""),
+        _row("policy lag (optimizer steps)", f"{ours['policy_lag']:.2f}", ""),
+        _row("peak RSS, summed over the process tree (MiB)", f"{ours.get('peak_rss_mib', 0):,.0f}", ""),
+        _row("peak PSS, summed (MiB; shared pages counted once)", f"{ours.get('peak_pss_mib', 0):,.0f}", ""),
+        _row("RSS at window start / end (MiB)",
+             f"{ours.get('window_start_rss_mib', 0):,.0f} / {ours.get('window_end_rss_mib', 0):,.0f}", ""),
+        "",
+    ]
+    if "fraction_of_bound" in pong:
+        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.0%} of the probed bound**.")
+    if "ratio_to_sb3" in pong:
+        lines.append(f"Throughput ratio to SB3 A2C: **{pong['ratio_to_sb3']:.2f}x**.")
+    return [*lines, "", f"Trainer command: `{ours['command']}`", ""]
+
+
+def _cartpole_section(cartpole: dict) -> list[str]:
+    lines = ["### CartPole-v1 to the 475 bound (wall time from launch, each seed)", "",
+             _row("seed", "this trainer: seconds", "frames", "SB3 A2C: seconds", "frames"),
+             _row("-", "-", "-", "-", "-")]
+    sb3_runs = cartpole.get("sb3", [])
+    for index, ours in enumerate(cartpole["ours"]):
+        sb3 = sb3_runs[index] if index < len(sb3_runs) else None
+        lines.append(_row(
+            ours["seed"], _solve_cell(ours), f"{ours['frames']:,}",
+            _solve_cell(sb3) if sb3 else "skipped", f"{sb3['frames']:,}" if sb3 else "",
+        ))
+    lines.append(_row("median", f"{cartpole['ours_median_seconds']:.1f}",
+                      f"{cartpole['ours_median_frames']:,.0f}",
+                      f"{cartpole['sb3_median_seconds']:.1f}" if sb3_runs else "",
+                      f"{cartpole['sb3_median_frames']:,.0f}" if sb3_runs else ""))
+    if "time_ratio" in cartpole:
+        lines += ["", f"Median time ratio, this trainer / SB3: **{cartpole['time_ratio']:.2f}**."]
+    return [*lines, "", "![CartPole mean-100 reward against wall time](cartpole.png)", ""]
+
+
+def _solve_cell(run: dict) -> str:
+    return f"{run['wall_seconds']:.1f}" + ("" if run["solved"] else " (not solved)")
+
+
+def markdown_report(results: dict) -> str:
+    machine = results["machine"]
+    versions = ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
+    lines = [
+        "# Benchmarks", "",
+        f"Command: `{results['command']}`", "",
+        (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
+        f"{machine['platform']}."), "",
+        f"Versions: {versions}.", "",
+        (f"Pong figures are rates over a {results['window_seconds']:.0f}-second window after "
+        f"{results['warmup_seconds']:.0f} seconds of warm-up."), "",
+    ]
+    if "probe" in results:
+        lines += _probe_section(results["probe"])
+    if "pong" in results:
+        lines += _pong_section(results["pong"])
+    if "cartpole" in results:
+        lines += _cartpole_section(results["cartpole"])
+    return "\n".join(lines)
+
+
+def plot_cartpole(cartpole: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4))
+    for name, style, color in (("ours", "-", "tab:blue"), ("sb3", "--", "tab:orange")):
+        for index, run in enumerate(cartpole.get(name, [])):
+            points = [(t, reward) for t, _, reward in run["curve"] if reward is not None]
+            label = ("this trainer" if name == "ours" else "SB3 A2C") if index == 0 else None
+            axes.plot([t for t, _ in points], [r for _, r in points], style, color=color, label=label)
+    axes.axhline(475, color="grey", linewidth=0.8)
+    axes.set_xlabel("wall seconds from launch")
+    axes.set_ylabel("mean reward of the last 100 episodes")
+    axes.set_title("CartPole-v1, one line per seed")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

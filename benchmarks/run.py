@@ -1,0 +1,256 @@
+"""Throughput and time-to-solve of this trainer against the machine's limit and SB3 A2C.
+
+    python -m benchmarks.run                 # everything, about 25 minutes on 2 cores
+    python -m benchmarks.run --quick         # shorter windows, one CartPole seed
+    python -m benchmarks.run --only pong --trainer-args="--processes 2 --envs-per-process 16"
+
+In one run on this machine: (1) probe the per-core rates and the bound they imply;
+(2) run the trainer on Pong for a window after warm-up and report trained transitions/s,
+frames/s, the learner's busy and waiting fractions, children's blocked time, policy lag
+and peak memory of the process tree; (3) run SB3 A2C on the same env and env count for
+the same window; (4) solve CartPole-v1 with both for each seed. It prints a table and
+writes JSON and a PNG (CartPole reward against time) under ``--results``; ``--docs`` also
+rewrites docs/benchmarks.md. SB3 comes from the optional ``bench`` extra.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from a3c.config import ATARI_PRESET
+from a3c.load import window_rates
+from benchmarks.probe import probe_limits
+from benchmarks.report import markdown_report, plot_cartpole
+
+ROOT = Path(__file__).resolve().parents[1]
+PONG = "PongNoFrameskip-v4"
+CARTPOLE = "CartPole-v1"
+
+
+class TreeMemory:
+    """Samples the summed RSS and PSS of a process and all its descendants once a second."""
+
+    def __init__(self, pid: int):
+        self.root = psutil.Process(pid)
+        self.samples: list[tuple[float, int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._started = time.monotonic()
+
+    def __enter__(self) -> TreeMemory:  # noqa: PYI034 - Self needs Python 3.11
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            rss = pss = 0
+            try:
+                processes = [self.root, *self.root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            for process in processes:
+                try:
+                    memory = process.memory_full_info()
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+                rss += memory.rss
+                pss += getattr(memory, "pss", memory.rss)
+            self.samples.append((time.monotonic() - self._started, rss, pss))
+
+    def summary(self, window_start: float) -> dict:
+        if not self.samples:
+            return {}
+        in_window = [sample for sample in self.samples if sample[0] >= window_start] or self.samples
+        mib = 2**20
+        return {
+            "peak_rss_mib": max(rss for _, rss, _ in self.samples) / mib,
+            "peak_pss_mib": max(pss for _, _, pss in self.samples) / mib,
+            "window_start_rss_mib": in_window[0][1] / mib,
+            "window_end_rss_mib": in_window[-1][1] / mib,
+        }
+
+
+def run_ours_window(env_id: str, warmup: float, window: float, extra_args: list[str]) -> dict:
+    """The trainer for warm-up + window seconds; rates over the window from progress.jsonl."""
+    with tempfile.TemporaryDirectory() as logdir:
+        command = [sys.executable, "run_a3c.py", "-n", "bench", "--env", env_id, "--logdir", logdir,
+                   "--stop-reward", "1e9", "--max-seconds", str(warmup + window), *extra_args]
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        with TreeMemory(process.pid) as memory:
+            output, _ = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"trainer failed ({process.returncode}):\n{output[-2000:]}")
+        (run_dir,) = Path(logdir).iterdir()
+        records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+    start = next(record for record in records if record["seconds"] >= warmup)
+    end = records[-1]
+    rates = window_rates(start, end)
+    startup = memory.samples[-1][0] - end["seconds"] if memory.samples else 0.0
+    return {"command": " ".join(command[1:]), "window_seconds": end["seconds"] - start["seconds"],
+            **rates, **memory.summary(window_start=startup + start["seconds"])}
+
+
+def sb3_available() -> bool:
+    return importlib.util.find_spec("stable_baselines3") is not None
+
+
+def run_sb3(env_id: str, n_envs: int, max_seconds: float, ent_coef: float = 0.01,
+            stop_reward: float | None = None, seed: int = 0) -> dict:
+    command = [sys.executable, "-m", "benchmarks.sb3_a2c", "--env", env_id, "--n-envs", str(n_envs),
+               "--ent-coef", str(ent_coef), "--max-seconds", str(max_seconds), "--seed", str(seed)]
+    if stop_reward is not None:
+        command += ["--stop-reward", str(stop_reward)]
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"SB3 run failed:\n{result.stderr[-2000:]}")
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report["wall_seconds"] = time.monotonic() - started
+    return report
+
+
+def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
+    """SB3 A2C throughput over the same window, from its once-a-second curve."""
+    report = run_sb3(env_id, n_envs, warmup + window)
+    curve = report["curve"]
+    start = next(point for point in curve if point[0] >= warmup)
+    end = curve[-1]
+    frames_per_step = 4 if env_id == PONG else 1
+    steps_per_second = (end[1] - start[1]) / (end[0] - start[0])
+    return {"n_envs": n_envs, "window_seconds": end[0] - start[0],
+            "transitions_per_second": steps_per_second,
+            "frames_per_second": steps_per_second * frames_per_step}
+
+
+def solve_ours(seed: int, max_seconds: float) -> dict:
+    with tempfile.TemporaryDirectory() as logdir:
+        command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", CARTPOLE, "--seed", str(seed),
+                   "--logdir", logdir, "--max-seconds", str(max_seconds)]
+        started = time.monotonic()
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        wall = time.monotonic() - started
+        (run_dir,) = Path(logdir).iterdir()
+        summary = json.loads((run_dir / "summary.json").read_text())
+        records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+    if result.returncode != 0:
+        raise RuntimeError(f"trainer failed ({result.returncode}):\n{result.stdout[-2000:]}")
+    startup = wall - summary["seconds"]
+    curve = [(startup + r["seconds"], r["frames"], r["mean_reward_100"]) for r in records]
+    curve.append((wall, summary["frames"], summary["mean_reward_100"]))
+    return {"seed": seed, "solved": summary["reason"] == "solved", "wall_seconds": wall,
+            "frames": summary["frames"], "curve": curve}
+
+
+def solve_sb3(seed: int, max_seconds: float) -> dict:
+    # rl-baselines3-zoo's tuned A2C for CartPole-v1: 8 envs, ent_coef 0, defaults otherwise.
+    report = run_sb3(CARTPOLE, 8, max_seconds, ent_coef=0.0, stop_reward=475.0, seed=seed)
+    startup = report["wall_seconds"] - report["seconds"]
+    curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
+    return {"seed": seed, "solved": report["solved"], "wall_seconds": report["wall_seconds"],
+            "frames": report["frames"], "curve": curve}
+
+
+def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float) -> dict:
+    ours = [solve_ours(seed, max_seconds) for seed in seeds]
+    result = {"ours": ours, "ours_median_seconds": statistics.median(r["wall_seconds"] for r in ours),
+              "ours_median_frames": statistics.median(r["frames"] for r in ours)}
+    if with_sb3:
+        sb3 = [solve_sb3(seed, 4 * max_seconds) for seed in seeds]
+        result |= {"sb3": sb3, "sb3_median_seconds": statistics.median(r["wall_seconds"] for r in sb3),
+                   "sb3_median_frames": statistics.median(r["frames"] for r in sb3)}
+        result["time_ratio"] = result["ours_median_seconds"] / result["sb3_median_seconds"]
+    return result
+
+
+def machine() -> dict:
+    import ale_py
+    import gymnasium
+    import torch
+
+    versions = {"python": platform.python_version(), "torch": torch.__version__,
+                "gymnasium": gymnasium.__version__, "ale_py": ale_py.__version__}
+    if sb3_available():
+        import stable_baselines3
+
+        versions["stable_baselines3"] = stable_baselines3.__version__
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cores": psutil.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "platform": platform.platform(), "versions": versions}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
+    parser.add_argument("--only", choices=["probe", "pong", "cartpole"], action="append",
+                        help="run only these parts (repeatable)")
+    parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
+    parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
+    parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
+    parser.add_argument("--seeds", type=int, default=None, help="CartPole seeds")
+    parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
+    parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
+    parser.add_argument("--docs", action="store_true", help="rewrite docs/benchmarks.md from this run")
+    args = parser.parse_args(argv)
+    parts = set(args.only or ["probe", "pong", "cartpole"])
+    warmup = args.warmup or (20.0 if args.quick else 30.0)
+    window = args.window or (30.0 if args.quick else 60.0)
+    seeds = list(range(args.seeds or (1 if args.quick else 3)))
+    with_sb3 = not args.no_sb3 and sb3_available()
+    if not args.no_sb3 and not with_sb3:
+        print('SB3 comparison skipped: stable-baselines3 is not installed (pip install -e ".[bench]")')
+    results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
+                     "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
+    if "probe" in parts:
+        results["probe"] = probe_limits(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size)
+        print(json.dumps(results["probe"], indent=1), flush=True)
+    if "pong" in parts:
+        ours = run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args))
+        results["pong"] = {"ours": ours}
+        print("ours:", json.dumps(ours, indent=1), flush=True)
+        if "probe" in results:
+            results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
+                                                    / results["probe"]["bound_transitions_per_second"])
+        if with_sb3:
+            n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process
+            results["pong"]["sb3"] = sb3_window(PONG, n_envs, warmup, window)
+            results["pong"]["ratio_to_sb3"] = (ours["transitions_per_second"]
+                                               / results["pong"]["sb3"]["transitions_per_second"])
+            print("sb3:", json.dumps(results["pong"]["sb3"], indent=1), flush=True)
+    if "cartpole" in parts:
+        results["cartpole"] = cartpole_comparison(seeds, with_sb3, max_seconds=300.0)
+    report = markdown_report(results)
+    print(report)
+    out = ROOT / args.results
+    out.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (out / f"benchmark-{stamp}.json").write_text(json.dumps(results, indent=1) + "\n")
+    if "cartpole" in results:
+        plot_cartpole(results["cartpole"], out / f"cartpole-{stamp}.png")
+    if args.docs:
+        if "cartpole" in results:
+            plot_cartpole(results["cartpole"], ROOT / "docs" / "cartpole.png")
+        (ROOT / "docs" / "benchmarks.md").write_text(report)
+    print(f"results in {out}/benchmark-{stamp}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

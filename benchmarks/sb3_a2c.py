@@ -1,0 +1,76 @@
+"""The peer: Stable-Baselines3 A2C on the same envs, run in its own process.
+
+Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
+with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
+exactly the trainer's. Run by ``benchmarks.run``; usable alone:
+
+    python -m benchmarks.sb3_a2c --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from stable_baselines3 import A2C
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from lib.envs import is_atari, make_env
+
+
+class Watch(BaseCallback):
+    """Records (seconds, timesteps, mean-100) once a second; stops at the reward or time limit."""
+
+    def __init__(self, stop_reward: float | None, max_seconds: float):
+        super().__init__()
+        self.stop_reward = stop_reward
+        self.max_seconds = max_seconds
+        self.started = time.monotonic()
+        self.curve: list[tuple[float, int, float | None]] = []
+        self.solved_at: tuple[float, int] | None = None
+        self._next_point = 0.0
+
+    def _mean_100(self) -> float | None:
+        buffer = self.model.ep_info_buffer
+        return sum(info["r"] for info in buffer) / len(buffer) if buffer else None
+
+    def _on_step(self) -> bool:
+        elapsed = time.monotonic() - self.started
+        if elapsed >= self._next_point:
+            self.curve.append((round(elapsed, 3), self.num_timesteps, self._mean_100()))
+            self._next_point = elapsed + 1.0
+        buffer = self.model.ep_info_buffer
+        full = len(buffer) == buffer.maxlen
+        if self.stop_reward is not None and full and self._mean_100() >= self.stop_reward:
+            self.solved_at = (elapsed, self.num_timesteps)
+            return False
+        return elapsed < self.max_seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--n-envs", type=int, required=True)
+    parser.add_argument("--ent-coef", type=float, default=0.01)
+    parser.add_argument("--stop-reward", type=float, default=None)
+    parser.add_argument("--max-seconds", type=float, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    envs = DummyVecEnv([lambda: Monitor(make_env(args.env))] * args.n_envs)
+    policy = "CnnPolicy" if is_atari(args.env) else "MlpPolicy"
+    model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu")
+    watch = Watch(args.stop_reward, args.max_seconds)
+    model.learn(total_timesteps=10**9, callback=watch)
+    frames_per_step = 4 if is_atari(args.env) else 1
+    print(json.dumps({
+        "solved": watch.solved_at is not None,
+        "seconds": watch.solved_at[0] if watch.solved_at else time.monotonic() - watch.started,
+        "frames": (watch.solved_at[1] if watch.solved_at else model.num_timesteps) * frames_per_step,
+        "curve": watch.curve,
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Playing checkpoints: returns printed per episode, videos recorded, bad files refused."""
+import pytest
+import torch
+
+import a3c.play
+from a3c.checkpoint import save_checkpoint
+from lib.envs import describe_env
+from lib.models import build_net
+
+
+def policy_checkpoint(tmp_path, env_id, model_env_id=None, name="policy.pt"):
+    torch.manual_seed(0)
+    net = build_net(describe_env(model_env_id or env_id))
+    path = tmp_path / name
+    save_checkpoint(path, {"config": {"env_id": env_id}, "model": net.state_dict()})
+    return path
+
+
+def test_greedy_play_prints_each_return_and_the_mean_and_repeats_with_the_seed(tmp_path, capsys):
+    path = policy_checkpoint(tmp_path, "CartPole-v1")
+    first = a3c.play.play(str(path), episodes=3, greedy=True, seed=5)
+    second = a3c.play.play(str(path), episodes=3, greedy=True, seed=5)
+    assert first == second
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"episode 1: return {first[0].reward:.1f}, {first[0].length} steps"
+    mean = sum(episode.reward for episode in first) / 3
+    assert lines[3] == f"CartPole-v1, greedy actions: mean return {mean:.2f} over 3 episodes"
+
+
+def test_max_steps_cuts_an_episode_and_says_so(tmp_path, capsys):
+    (episode,) = a3c.play.play(str(policy_checkpoint(tmp_path, "CartPole-v1")), episodes=1,
+                               max_steps=3)
+    assert episode.length == 3 and episode.cut
+    assert "(cut at 3 steps)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "PongNoFrameskip-v4"])
+def test_record_writes_one_video_per_episode(tmp_path, env_id):
+    videos = tmp_path / "videos"
+    a3c.play.main([str(policy_checkpoint(tmp_path, env_id)), "--episodes", "2", "--max-steps", "40",
+                   "--record", str(videos)])
+    recorded = sorted(path.name for path in videos.iterdir())
+    assert recorded == [f"{env_id}-episode-0.mp4", f"{env_id}-episode-1.mp4"]
+    assert all((videos / name).stat().st_size > 1000 for name in recorded)
+
+
+def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a checkpoint")
+    good = policy_checkpoint(tmp_path, "CartPole-v1")
+    mismatched = policy_checkpoint(tmp_path, "CartPole-v1", model_env_id="Acrobot-v1", name="other.pt")
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    cases = [
+        ([str(tmp_path / "missing.pt")], "does not exist"),
+        ([str(garbage)], "not a readable checkpoint"),
+        ([str(mismatched)], "does not hold a usable network"),
+        ([str(good), "--episodes", "0"], "--episodes must be >= 1"),
+        ([str(good), "--record", str(blocked / "videos")], "cannot be written"),
+    ]
+    for argv, reason in cases:
+        with pytest.raises(SystemExit) as exited:
+            a3c.play.main(argv)
+        stderr = capsys.readouterr().err
+        assert exited.value.code == 2, argv
+        assert reason in stderr and len(stderr.strip().splitlines()) == 1, stderr
