@@ -1,5 +1,6 @@
 """One child's way to the learner: small records through the shared bounded queue, and
-the observation rows of transition batches through preallocated shared-memory slots.
+large arrays (the observation rows of transition batches, or a flat gradient) through
+preallocated shared-memory slots.
 
 Why slots (TorchBeast's idea): a Pong micro-batch holds ~0.2 MB of frames. Pickled through
 the queue's pipe it is copied on both sides, and a child killed while its feeder thread is
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from a3c.messages import SlotTransitions, Transitions
+from a3c.learner import LossStats
+from a3c.messages import Gradients, SlotGradients, SlotTransitions, Transitions
 from lib.experience import TransitionBatch
 
 POLL_SECONDS = 0.1
@@ -31,19 +33,19 @@ POLL_SECONDS = 0.1
 
 @dataclass(frozen=True)
 class SlotLayout:
-    """The shape of one child's slots."""
+    """The shape of one child's slots: ``slots`` x ``rows`` x ``row_shape`` of ``dtype``."""
 
-    observation_shape: tuple[int, ...]
-    observation_dtype: str
+    row_shape: tuple[int, ...]
+    """One observation, or (number of parameters,) for a flat gradient."""
+    dtype: str
     rows: int
-    """Most transitions one vector step can emit: envs per process x reward steps."""
+    """Data mode: most transitions one vector step can emit (envs x reward steps); grads: 1."""
     slots: int
-    """Micro-batches a child may have in flight."""
+    """Messages with arrays a child may have in flight."""
 
     def allocate(self) -> torch.Tensor:
-        dtype = torch.from_numpy(np.zeros(0, dtype=self.observation_dtype)).dtype
-        shape = (self.slots, self.rows, *self.observation_shape)
-        return torch.zeros(shape, dtype=dtype).share_memory_()
+        dtype = torch.from_numpy(np.zeros(0, dtype=self.dtype)).dtype
+        return torch.zeros((self.slots, self.rows, *self.row_shape), dtype=dtype).share_memory_()
 
 
 class ChildChannel:
@@ -54,12 +56,12 @@ class ChildChannel:
     """
 
     def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any,
-                 states: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor):
+                 slots: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor):
         self.worker_id = worker_id
         self.incarnation = incarnation
         self.messages = messages
         self.stop_event = stop_event
-        self.states = states
+        self.slots = slots
         self.free_slots = free_slots
         self.wait_seconds = wait_seconds
         """Shared: seconds this child spent blocked on a full channel, for the benchmark."""
@@ -87,28 +89,52 @@ class ChildChannel:
 
     def put_transitions(self, batch: TransitionBatch, policy_version: int) -> bool:
         """Write ``batch.states`` into the next slot and send the rest; False if stopped."""
-        if len(batch) > self.states.shape[1]:
-            raise ValueError(f"{len(batch)} transitions do not fit a slot of {self.states.shape[1]}")
+        slot = self._fill_slot(batch.states)
+        if slot is None:
+            return False
+        in_transit = dataclasses.replace(batch, states=None)
+        return self.put(SlotTransitions(self.worker_id, self.incarnation, slot, in_transit, policy_version))
+
+    def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
+                     loss: LossStats) -> bool:
+        """Write a flat gradient into the next slot and send its record; False if stopped."""
+        slot = self._fill_slot(gradient[None])
+        if slot is None:
+            return False
+        return self.put(SlotGradients(self.worker_id, self.incarnation, slot, policy_version,
+                                      transitions, loss))
+
+    def _fill_slot(self, rows: np.ndarray) -> int | None:
+        """Wait for a free slot and copy ``rows`` into it; None if told to stop first."""
+        if len(rows) > self.slots.shape[1]:
+            raise ValueError(f"{len(rows)} rows do not fit a slot of {self.slots.shape[1]}")
         if not self.free_slots.acquire(block=False):
             started = time.monotonic()
             try:
                 while not self.free_slots.acquire(timeout=POLL_SECONDS):
                     if self.stop_event.is_set():
-                        return False
+                        return None
             finally:
                 self.wait_seconds += time.monotonic() - started
         slot = self._next_slot
-        self._next_slot = (slot + 1) % self.states.shape[0]
-        self.states[slot, : len(batch)] = torch.from_numpy(batch.states)
-        in_transit = dataclasses.replace(batch, states=None)
-        return self.put(SlotTransitions(self.worker_id, self.incarnation, slot, in_transit, policy_version))
+        self._next_slot = (slot + 1) % self.slots.shape[0]
+        self.slots[slot, : len(rows)] = torch.from_numpy(rows)
+        return slot
 
     # learner side
-    def take(self, message: SlotTransitions) -> Transitions:
-        """Copy the rows out of the message's slot, free the slot, and complete the batch."""
+    def take(self, message: SlotTransitions | SlotGradients) -> Transitions | Gradients:
+        """Copy the arrays out of the message's slot, free the slot, and complete the message."""
+        if isinstance(message, SlotGradients):
+            gradient = self._read_slot(message.slot, 1)[0]
+            return Gradients(message.worker_id, gradient, message.policy_version,
+                             message.transitions, message.loss)
         rows = len(message.batch)
-        states = self.states[message.slot, :rows].numpy().copy()
-        self.free_slots.release()
+        states = self._read_slot(message.slot, rows)
         versions = np.full(rows, message.policy_version, dtype=np.int64)
         batch = dataclasses.replace(message.batch, states=states, policy_versions=versions)
         return Transitions(message.worker_id, batch)
+
+    def _read_slot(self, slot: int, rows: int) -> np.ndarray:
+        copied = self.slots[slot, :rows].numpy().copy()
+        self.free_slots.release()
+        return copied

@@ -45,6 +45,7 @@ ATARI_PRESET = Preset(processes=4, envs_per_process=8, batch_size=128, reward_st
 VECTOR_PRESET = Preset(processes=2, envs_per_process=8, batch_size=128, reward_steps=4,
                        gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
 ATARI_STOP_REWARDS = {"Pong": 18.0}
+MODES = ("data", "grads")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,15 @@ class Config(Preset):
     """Micro-batches the queue holds; 0 means two per child."""
     max_worker_restarts: int = 3
     """Dead children replaced over the run before it stops."""
+    mode: str = "data"
+    """data: children send transitions, the learner computes gradients; grads: children
+    compute gradients on their own batches of ``batch_size`` and send those."""
+    grad_batch: int = 2
+    """Grads mode: children's gradients summed per optimizer step."""
+    max_policy_lag: int | None = None
+    """Grads mode: drop gradients computed more than this many optimizer steps ago."""
+    learner_threads: int = 0
+    """torch threads of the learner; 0 lets torch choose (one per core)."""
     report_interval: float = 5.0
     """Seconds between console progress lines."""
     save_every: float = 300.0
@@ -105,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", "--name", required=True, help="run name (names the TensorBoard run)")
     parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
     parser.add_argument("--cuda", action="store_true", help="train on the GPU")
+    parser.add_argument("--mode", choices=MODES, default="data",
+                        help="data: children send transitions; grads: children send gradients")
+    parser.add_argument("--grad-batch", type=int, default=2,
+                        help="grads mode: children's gradients summed per optimizer step")
+    parser.add_argument("--max-policy-lag", type=int, default=None,
+                        help="grads mode: drop gradients older than this many optimizer steps")
     for field in dataclasses.fields(Preset):
         atari, vector = getattr(ATARI_PRESET, field.name), getattr(VECTOR_PRESET, field.name)
         parser.add_argument(
@@ -121,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
     parser.add_argument("--queue-size", type=int, default=0,
                         help="micro-batches the queue holds (0: two per child)")
+    parser.add_argument("--learner-threads", type=int, default=0,
+                        help="torch threads of the learner (0: torch's default, one per core)")
     parser.add_argument("--max-worker-restarts", type=int, default=3,
                         help="dead children replaced over the run before it stops")
     parser.add_argument("--save-every", type=float, default=300.0, help="seconds between checkpoints")
@@ -140,6 +158,8 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
         max_frames=args.max_frames, max_seconds=args.max_seconds, seed=args.seed,
         logdir=args.logdir, cuda=args.cuda,
         queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
+        learner_threads=args.learner_threads, mode=args.mode, grad_batch=args.grad_batch,
+        max_policy_lag=args.max_policy_lag,
         save_every=args.save_every, resume=args.resume, **tuned,
     )
 
@@ -172,6 +192,11 @@ def validate(config: Config) -> None:
         (config.max_seconds is None or config.max_seconds > 0,
          f"--max-seconds must be > 0, got {config.max_seconds}"),
         (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
+        (config.mode in MODES, f"--mode must be one of {', '.join(MODES)}, got {config.mode!r}"),
+        (config.grad_batch >= 1, f"--grad-batch must be >= 1, got {config.grad_batch}"),
+        (config.max_policy_lag is None or config.max_policy_lag >= 0,
+         f"--max-policy-lag must be >= 0, got {config.max_policy_lag}"),
+        (config.learner_threads >= 0, f"--learner-threads must be >= 0, got {config.learner_threads}"),
         (config.max_worker_restarts >= 0,
          f"--max-worker-restarts must be >= 0, got {config.max_worker_restarts}"),
         (config.save_every > 0, f"--save-every must be > 0, got {config.save_every}"),

@@ -1,14 +1,21 @@
 """What children send the learner through the queue: small picklable records.
 
-Observation rows do not travel in these records: a child writes them into a shared-memory
-slot (see ``a3c.channel``) and sends ``SlotTransitions`` naming the slot; the pool hands
-the learner ``Transitions`` with the rows read back.
+Large arrays do not travel in these records: a child writes observation rows (data mode)
+or its flat gradient (grads mode) into a shared-memory slot (see ``a3c.channel``) and sends
+``SlotTransitions`` or ``SlotGradients`` naming the slot; the pool hands the learner
+``Transitions`` or ``Gradients`` with the arrays read back.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lib.experience import EpisodeResult, TransitionBatch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from a3c.learner import LossStats
 
 
 @dataclass
@@ -33,6 +40,31 @@ class SlotTransitions:
     slot: int
     batch: TransitionBatch
     policy_version: int
+
+
+@dataclass
+class Gradients:
+    """One child's gradient of the loss on its own batch, as the learner sees it (grads mode)."""
+
+    worker_id: int
+    gradient: np.ndarray
+    """All parameter gradients, flat, in ``parameters()`` order."""
+    policy_version: int
+    """The optimizer step of the weights the gradient was computed with."""
+    transitions: int
+    loss: LossStats
+
+
+@dataclass
+class SlotGradients:
+    """A gradient in transit: the vector is in ``slot``; the rest is as in ``Gradients``."""
+
+    worker_id: int
+    incarnation: int
+    slot: int
+    policy_version: int
+    transitions: int
+    loss: LossStats
 
 
 @dataclass

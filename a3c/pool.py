@@ -16,7 +16,7 @@ import torch
 import torch.multiprocessing as mp
 
 from a3c.channel import ChildChannel, SlotLayout
-from a3c.messages import SlotTransitions, WorkerCrashed
+from a3c.messages import SlotGradients, SlotTransitions, WorkerCrashed
 
 LIVENESS_CHECK_SECONDS = 0.5
 
@@ -118,7 +118,7 @@ class WorkerPool:
             self.check_alive()
             return None
         current = self._incarnations[message.worker_id]
-        if isinstance(message, SlotTransitions):
+        if isinstance(message, (SlotTransitions, SlotGradients)):
             return self._channels[message.worker_id].take(message) if message.incarnation == current else None
         if isinstance(message, WorkerCrashed) and message.incarnation == current:
             process = self._processes[message.worker_id]

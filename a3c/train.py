@@ -17,13 +17,12 @@ from tensorboardX import SummaryWriter
 from a3c.channel import SlotLayout
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
-from a3c.learner import Learner, NonFiniteLoss, StepStats
+from a3c.learner import GradientSteps, Learner, NonFiniteLoss, StepStats, TransitionSteps
 from a3c.load import LoadMeter
-from a3c.messages import EpisodeEnded, Transitions, WorkerCrashed
+from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.signals import StopSignals
 from a3c.worker import worker_main
-from lib.batch import TransitionBuffer
 from lib.envs import EnvInfo, describe_env
 from lib.models import build_net
 from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
@@ -104,6 +103,8 @@ def start_run(config: Config) -> Run:
     """Build the shared net and learner, fresh or restored from ``config.resume``."""
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
+    if config.learner_threads:
+        torch.set_num_threads(config.learner_threads)
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)
@@ -141,7 +142,7 @@ def train(config: Config) -> TrainResult:
           + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
     pool = WorkerPool(worker_main, (config, run.learner.net, run.learner.policy_version),
                       config.processes, config.queue_capacity, config.seed + run.counters.transitions,
-                      slot_layout(config, run.env_info))
+                      slot_layout(config, run.env_info, run.learner.net))
     progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
     message = ""
     with StopSignals(partial(_exit_now, pool)) as signals:
@@ -165,8 +166,12 @@ def train(config: Config) -> TrainResult:
     return result
 
 
-def slot_layout(config: Config, env_info: EnvInfo) -> SlotLayout:
-    """Slots large enough for the most transitions one vector step can emit."""
+def slot_layout(config: Config, env_info: EnvInfo, net: torch.nn.Module) -> SlotLayout:
+    """Data mode: room for the most transitions one vector step can emit; grads mode: one
+    flat gradient."""
+    if config.mode == "grads":
+        parameters = sum(parameter.numel() for parameter in net.parameters())
+        return SlotLayout((parameters,), "float32", rows=1, slots=config.slots_per_child)
     return SlotLayout(env_info.observation_shape, env_info.observation_dtype,
                       rows=config.envs_per_process * config.reward_steps,
                       slots=config.slots_per_child)
@@ -205,7 +210,10 @@ def _replace_worker(run: Run, pool: WorkerPool, died: WorkerDied) -> None:
 def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: StopSignals) -> str:
     config, counters, rewards = run.config, run.counters, run.rewards
     frames_per_step = run.env_info.frames_per_step
-    buffer = TransitionBuffer(config.batch_size)
+    if config.mode == "grads":
+        steps = GradientSteps(run.learner, config.grad_batch, config.max_policy_lag)
+    else:
+        steps = TransitionSteps(run.learner, config.batch_size)
     step_scalars = MeanTracker(run.writer)
     load = LoadMeter(run.writer, run.run_dir / "progress.jsonl")
     deadline = None if config.max_seconds is None else time.monotonic() + config.max_seconds
@@ -228,12 +236,11 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
             counters.episodes += 1
             if rewards.record(message.episode.reward, message.episode.length, counters.frames):
                 return "solved"
-        elif isinstance(message, Transitions):
-            counters.transitions += len(message.batch)
-            counters.frames += len(message.batch) * frames_per_step
-            buffer.add(message.batch)
-            while (batch := buffer.pop_batch()) is not None:
-                stats = run.learner.step(batch)
+        elif isinstance(message, (Transitions, Gradients)):
+            transitions = len(message.batch) if isinstance(message, Transitions) else message.transitions
+            counters.transitions += transitions
+            counters.frames += transitions * frames_per_step
+            for stats in steps.consume(message):
                 _log_step(step_scalars, stats, counters.frames)
                 load.trained(stats.policy_lag)
                 counters.optimizer_steps += 1

@@ -1,6 +1,7 @@
 """The child process body: step a vector env with the shared net, send transitions."""
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import sys
@@ -14,9 +15,11 @@ from torch import nn
 
 from a3c.channel import ChildChannel
 from a3c.config import Config
+from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
+from lib.batch import TransitionBuffer
 from lib.envs import make_env, make_vector_env
-from lib.experience import NStepAccumulator
+from lib.experience import NStepAccumulator, TransitionBatch
 from lib.models import evaluate, sample_actions
 
 
@@ -37,9 +40,61 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: 
         sys.exit(1)
 
 
+class TransitionSender:
+    """Data mode: act with the shared net, send every micro-batch of transitions as it comes."""
+
+    def __init__(self, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel):
+        self.acting_net = net
+        self.policy_version = policy_version
+        self.channel = channel
+
+    def acting_version(self) -> int:
+        return int(self.policy_version)
+
+    def send(self, batch: TransitionBatch, acting_version: int) -> bool:
+        return self.channel.put_transitions(batch, acting_version)
+
+
+class GradientSender:
+    """Grads mode: act with a private copy of the net, compute the loss gradient on each
+    ``batch_size`` transitions, send it, then copy the shared weights again."""
+
+    def __init__(self, config: Config, net: nn.Module, policy_version: torch.Tensor,
+                 channel: ChildChannel, device: torch.device):
+        self.config = config
+        self.shared_net = net
+        self.policy_version = policy_version
+        self.channel = channel
+        self.device = device
+        self.acting_net = copy.deepcopy(net)
+        self.buffer = TransitionBuffer(config.batch_size)
+        self._version = 0
+        self._pull_weights()
+
+    def _pull_weights(self) -> None:
+        self._version = int(self.policy_version)  # read first: the copy is at least this new
+        self.acting_net.load_state_dict(self.shared_net.state_dict())
+
+    def acting_version(self) -> int:
+        return self._version
+
+    def send(self, batch: TransitionBatch, acting_version: int) -> bool:
+        self.buffer.add(batch)
+        while (transitions := self.buffer.pop_batch()) is not None:
+            loss = loss_gradients(self.acting_net, transitions, self.config.gamma,
+                                  self.config.entropy_beta, self.device)
+            sent = self.channel.put_gradient(flat_gradients(self.acting_net), self._version,
+                                             len(transitions), loss)
+            if not sent:
+                return False
+            self._pull_weights()
+        return True
+
+
 def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel,
             seed: int) -> None:
-    """Act, accumulate n-step transitions, and send them until told to stop or orphaned.
+    """Act, accumulate n-step transitions, and send them (or their gradients) until told to
+    stop or orphaned.
 
     One forward pass per vector step serves twice: its logits choose the next actions and
     its values are V(last state) for the transitions that end on these observations.
@@ -47,23 +102,27 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
     parent_pid = os.getppid()
     device = next(net.parameters()).device
     torch.manual_seed(seed)
+    if config.mode == "grads":
+        sender = GradientSender(config, net, policy_version, channel, device)
+    else:
+        sender = TransitionSender(net, policy_version, channel)
     envs = make_vector_env(partial(make_env, config.env_id), config.envs_per_process)
     accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma)
     acting_versions: deque[int] = deque(maxlen=config.reward_steps)
     observations, _ = envs.reset(seed=seed)
-    logits, _ = evaluate(net, torch.as_tensor(observations).to(device))
+    logits, _ = evaluate(sender.acting_net, torch.as_tensor(observations).to(device))
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
-            acting_versions.append(int(policy_version))
+            acting_versions.append(sender.acting_version())
             actions = sample_actions(logits).cpu().numpy()
             next_observations, rewards, terminated, truncated, infos = envs.step(actions)
-            logits, next_values = evaluate(net, torch.as_tensor(next_observations).to(device))
+            logits, next_values = evaluate(sender.acting_net, torch.as_tensor(next_observations).to(device))
             batch, episodes = accumulator.step(
                 observations, actions, rewards, terminated, truncated, next_observations, infos,
                 next_values=next_values.cpu().numpy(),
-                final_values=_final_values(net, truncated, infos, device),
+                final_values=_final_values(sender.acting_net, truncated, infos, device),
             )
-            if batch is not None and not channel.put_transitions(batch, acting_versions[0]):
+            if batch is not None and not sender.send(batch, acting_versions[0]):
                 return
             for episode in episodes:
                 if not channel.put(EpisodeEnded(channel.worker_id, episode)):

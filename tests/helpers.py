@@ -29,7 +29,7 @@ def toy_pool(config: Config) -> WorkerPool:
     net.share_memory()
     policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
     return WorkerPool(worker_main, (config, net, policy_version), config.processes,
-                      config.queue_capacity, config.seed, slot_layout(config, env_info))
+                      config.queue_capacity, config.seed, slot_layout(config, env_info, net))
 
 
 def receive(pool: WorkerPool, count: int, timeout: float = 60.0) -> list:

@@ -49,11 +49,12 @@ def scalars(run_dir: Path) -> EventAccumulator:
 
 
 @pytest.mark.timeout(300)
-def test_cartpole_learns_and_exits_clean(tmp_path):
-    budget = 60_000
+@pytest.mark.parametrize("mode, budget", [("data", 60_000), ("grads", 150_000)])
+def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
+    # grads mode sums two children's 128-transition gradients per step: half the steps per frame
     result, descendants = run_trainer(
         ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
-         "--logdir", str(tmp_path)], timeout=240)
+         "--logdir", str(tmp_path), "--mode", mode], timeout=240)
     assert result.returncode == 0, result.stdout
     assert len(descendants) >= 2  # the children really ran
     assert alive(descendants) == []
@@ -68,7 +69,8 @@ def test_cartpole_learns_and_exits_clean(tmp_path):
     tags = set(scalars(run_dir).Tags()["scalars"])
     assert {"episode/reward", "episode/reward_100", "episode/length", "speed/frames_per_second",
             "loss/policy", "loss/value", "loss/entropy", "loss/total", "train/grad_norm",
-            "train/advantage", "train/values", "train/reference_values"} <= tags
+            "train/advantage", "train/values", "train/reference_values", "train/policy_lag",
+            "perf/learner_busy_fraction"} <= tags
 
 
 @pytest.mark.timeout(300)
@@ -84,10 +86,11 @@ def test_cartpole_stops_at_the_reward_bound(tmp_path):
 
 
 @pytest.mark.timeout(300)
-def test_atari_smoke_writes_readable_tensorboard_events(tmp_path):
+@pytest.mark.parametrize("mode", ["data", "grads"])
+def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode):
     result, descendants = run_trainer(
         ["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
-         "--batch-size", "32", "--logdir", str(tmp_path)], timeout=240)
+         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode], timeout=240)
     assert result.returncode == 0, result.stdout
     assert alive(descendants) == []
     run_dir = only_run_dir(tmp_path)

@@ -1,12 +1,23 @@
 """The learner's step: it applies finite updates, refuses non-finite ones, and measures lag."""
+import copy
 import dataclasses
 
 import numpy as np
 import pytest
 import torch
 
-from a3c.learner import Learner, NonFiniteLoss
+from a3c.learner import (
+    GradientSteps,
+    Learner,
+    LossStats,
+    NonFiniteLoss,
+    flat_gradients,
+    loss_gradients,
+)
+from a3c.messages import Gradients
+from a3c.worker import GradientSender
 from lib.models import MlpA2C
+from tests.helpers import toy_config
 from tests.test_batch import make_batch
 
 
@@ -36,3 +47,62 @@ def test_non_finite_loss_is_refused_before_the_weights_change(bad_reward):
     assert learner.steps_done == 0
     assert all(torch.equal(old, new) for old, new in zip(before, learner.net.parameters()))
     assert not learner.optimizer.state  # Adam's moments were not touched either
+
+
+class CapturingChannel:
+    """Stands in for a child's channel: keeps what the child would send."""
+
+    def __init__(self):
+        self.sent = []
+
+    def put_gradient(self, gradient, policy_version, transitions, loss):
+        self.sent.append((gradient.copy(), policy_version, transitions, loss))
+        return True
+
+
+def test_a_childs_gradient_equals_the_same_loss_computed_in_one_process():
+    learner = make_learner()
+    version = torch.tensor(3)
+    config = toy_config(batch_size=4, gamma=0.9, entropy_beta=0.01)
+    channel = CapturingChannel()
+    sender = GradientSender(config, learner.net, version, channel, torch.device("cpu"))
+    batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False], steps=[4, 4, 2, 4])
+    assert sender.send(batch[:3], acting_version=3) and channel.sent == []  # not a full batch yet
+    assert sender.send(batch[3:], acting_version=3)
+    ((gradient, sent_version, transitions, loss),) = channel.sent
+    reference_net = copy.deepcopy(learner.net)
+    expected_loss = loss_gradients(reference_net, batch, gamma=0.9, entropy_beta=0.01, device="cpu")
+    assert np.allclose(gradient, flat_gradients(reference_net), atol=1e-6)
+    assert (sent_version, transitions) == (3, 4)
+    assert dataclasses.asdict(loss) == pytest.approx(dataclasses.asdict(expected_loss))
+
+
+def test_a_step_on_k_gradients_applies_their_sum():
+    learner = make_learner()
+    learner.clip_grad = 1e9  # no clipping, so the applied gradient is the plain sum
+    size = sum(parameter.numel() for parameter in learner.net.parameters())
+    rng = np.random.default_rng(0)
+    gradients = [rng.normal(size=size).astype(np.float32) for _ in range(3)]
+    losses = [LossStats(1.0, 0.5, 0.4, 0.1, 0.0, 0.0, 0.0)] * 3
+    stats = learner.step_on_gradients(gradients, losses, policy_versions=[0, 0, 0])
+    assert np.allclose(flat_gradients(learner.net), np.sum(gradients, axis=0), atol=1e-5)
+    assert stats.grad_norm == pytest.approx(float(np.linalg.norm(np.sum(gradients, axis=0))), rel=1e-4)
+    assert learner.steps_done == 1 and stats.loss_total == 1.0
+
+
+def gradient_message(version, size):
+    return Gradients(0, np.ones(size, np.float32), version, 8, LossStats(1.0, 0.5, 0.4, 0.1, 0, 0, 0))
+
+
+def test_gradient_steps_wait_for_grad_batch_and_drop_stale_gradients():
+    learner = make_learner()
+    size = sum(parameter.numel() for parameter in learner.net.parameters())
+    steps = GradientSteps(learner, grad_batch=2, max_policy_lag=1)
+    assert steps.consume(gradient_message(0, size)) == []
+    (stats,) = steps.consume(gradient_message(0, size))
+    assert learner.steps_done == 1 and stats.policy_lag == 0.0
+    learner.steps_done = 5
+    assert steps.consume(gradient_message(3, size)) == [] and steps.dropped == 1  # 2 steps old
+    assert steps.consume(gradient_message(4, size)) == [] and steps.dropped == 1  # 1 step old: kept
+    (stats,) = steps.consume(gradient_message(5, size))
+    assert stats.policy_lag == pytest.approx(0.5)

@@ -3,13 +3,16 @@ import os
 import signal
 import time
 
+import numpy as np
 import psutil
 import pytest
 import torch.multiprocessing as mp
 
-from a3c.messages import EpisodeEnded, Transitions
+from a3c.messages import EpisodeEnded, Gradients, Transitions
 from a3c.pool import WorkerDied
+from lib.envs import describe_env
 from lib.experience import EpisodeResult
+from lib.models import build_net
 from tests.helpers import alive, receive, toy_config, toy_pool
 
 pytestmark = pytest.mark.timeout(120)
@@ -121,3 +124,16 @@ def test_restart_puts_a_fresh_child_in_a_killed_ones_place(pool_factory):
             from_new_child.extend(message.batch.states[:, 0].tolist())
     restart_at = from_new_child.index(0.0)
     assert from_new_child[restart_at:] == [0, 1, 2, 3, 4, 100][: len(from_new_child) - restart_at]
+
+
+def test_grads_mode_children_send_whole_gradients_of_their_own_batches(pool_factory):
+    config = toy_config(processes=2, mode="grads", batch_size=6)
+    pool = pool_factory(config)
+    pool.start()
+    size = sum(parameter.numel() for parameter in build_net(describe_env(config.env_id)).parameters())
+    gradients = [m for m in receive(pool, 12) if isinstance(m, Gradients)]
+    assert gradients, "no gradient arrived"
+    for message in gradients:
+        assert message.gradient.shape == (size,) and np.isfinite(message.gradient).all()
+        assert message.transitions == 6 and message.policy_version == 0
+        assert np.abs(message.gradient).sum() > 0

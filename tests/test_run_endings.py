@@ -30,11 +30,15 @@ def start_trainer(args: list[str], env: dict | None = None) -> tuple[subprocess.
     return process, children
 
 
+MODES = ["data", "grads"]
+
+
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_saves_checkpoint_and_exits_fast_with_no_children(tmp_path, signum, exit_code):
+def test_signal_saves_checkpoint_and_exits_fast_with_no_children(tmp_path, signum, exit_code, mode):
     process, children = start_trainer(["-n", "sig", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                                       "--stop-reward", "1e9"])
+                                       "--stop-reward", "1e9", "--mode", mode])
     time.sleep(3.0)
     sent = time.monotonic()
     process.send_signal(signum)
@@ -112,9 +116,10 @@ def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_killed_child_is_restarted_and_the_run_finishes(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode):
     process, children = start_trainer(["-n", "restart", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                                       "--stop-reward", "1e9", "--max-frames", "40000"])
+                                       "--stop-reward", "1e9", "--max-frames", "40000", "--mode", mode])
     time.sleep(2.0)
     killed = time.monotonic()
     os.kill(children[0], signal.SIGKILL)
@@ -129,10 +134,12 @@ def test_killed_child_is_restarted_and_the_run_finishes(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path, mode):
     # Every Crashing child raises on its third step: two restarts, then the third death ends the run.
     result, descendants = run_trainer(["-n", "budget", "--env", "tests.toy_envs:Crashing-v0",
-                                       "--logdir", str(tmp_path), "--max-worker-restarts", "2"], timeout=90)
+                                       "--logdir", str(tmp_path), "--max-worker-restarts", "2",
+                                       "--mode", mode], timeout=90)
     assert result.returncode == 1, result.stdout
     assert "restarting it (2 of 2 restarts)" in result.stdout
     assert "no restarts left (2 allowed)" in result.stdout
@@ -144,9 +151,10 @@ def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path
 
 
 @pytest.mark.timeout(180)
-def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, mode):
     args = ["-n", "nan", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
-            "--stop-reward", "1e9"]
+            "--stop-reward", "1e9", "--mode", mode]
     first, _ = run_trainer([*args, "--max-frames", "2000"], timeout=90)
     assert first.returncode == 0, first.stdout
     checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
@@ -159,3 +167,18 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert "non-finite training signal" in output and "kept the last good checkpoint" in output
     assert checkpoint.read_bytes() == good
     assert json.loads((checkpoint.parent / "summary.json").read_text())["reason"] == "non_finite"
+
+
+@pytest.mark.timeout(180)
+def test_a_checkpoint_of_one_mode_resumes_in_the_other(tmp_path):
+    first, _ = run_trainer(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "8000",
+                            "--logdir", str(tmp_path)], timeout=90)
+    assert first.returncode == 0, first.stdout
+    checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
+    frames = load_checkpoint(checkpoint)["counters"]["frames"]
+    second, _ = run_trainer(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "16000", "--mode", "grads",
+                             "--logdir", str(tmp_path), "--resume", str(checkpoint)], timeout=90)
+    assert second.returncode == 0, second.stdout
+    after = load_checkpoint(checkpoint)
+    assert after["counters"]["frames"] >= 16000 > frames
+    assert after["config"]["mode"] == "grads"
