@@ -103,8 +103,7 @@ def start_run(config: Config) -> Run:
     """Build the shared net and learner, fresh or restored from ``config.resume``."""
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
-    if config.learner_threads:
-        torch.set_num_threads(config.learner_threads)
+    torch.set_num_threads(config.learner_threads)
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)

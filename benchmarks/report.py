@@ -70,6 +70,21 @@ def _cartpole_section(cartpole: dict) -> list[str]:
     return [*lines, "", "![CartPole mean-100 reward against wall time](cartpole.png)", ""]
 
 
+def _modes_section(modes: dict) -> list[str]:
+    lines = ["### Data-parallel against gradient-parallel", "",
+             _row("mode", "Pong transitions/s", "Pong frames/s", "Pong policy lag",
+                  "CartPole median seconds", "CartPole median frames", "all seeds solved"),
+             _row("-", "-", "-", "-", "-", "-", "-")]
+    for mode, figures in modes.items():
+        lines.append(_row(
+            f"`--mode {mode}`", f"{figures['pong_transitions_per_second']:,.0f}",
+            f"{figures['pong_frames_per_second']:,.0f}", f"{figures['pong_policy_lag']:.2f}",
+            f"{figures['cartpole_median_seconds']:.1f}", f"{figures['cartpole_median_frames']:,.0f}",
+            "yes" if figures["cartpole_all_solved"] else "no",
+        ))
+    return [*lines, ""]
+
+
 def _solve_cell(run: dict) -> str:
     return f"{run['wall_seconds']:.1f}" + ("" if run["solved"] else " (not solved)")
 
@@ -92,6 +107,8 @@ def markdown_report(results: dict) -> str:
         lines += _pong_section(results["pong"])
     if "cartpole" in results:
         lines += _cartpole_section(results["cartpole"])
+    if "modes" in results:
+        lines += _modes_section(results["modes"])
     return "\n".join(lines)
 
 

@@ -139,10 +139,10 @@ def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
             "frames_per_second": steps_per_second * frames_per_step}
 
 
-def solve_ours(seed: int, max_seconds: float) -> dict:
+def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) -> dict:
     with tempfile.TemporaryDirectory() as logdir:
         command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", CARTPOLE, "--seed", str(seed),
-                   "--logdir", logdir, "--max-seconds", str(max_seconds)]
+                   "--logdir", logdir, "--max-seconds", str(max_seconds), *extra_args]
         started = time.monotonic()
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         wall = time.monotonic() - started
@@ -179,6 +179,25 @@ def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float) ->
     return result
 
 
+def mode_comparison(seeds: list[int], warmup: float, window: float, max_seconds: float) -> dict:
+    """Data against grads mode: Pong throughput and CartPole time to solve, same settings."""
+    result = {}
+    for mode in ("data", "grads"):
+        pong = run_ours_window(PONG, warmup, window, ["--mode", mode])
+        solves = [solve_ours(seed, max_seconds, ("--mode", mode)) for seed in seeds]
+        result[mode] = {
+            "pong_transitions_per_second": pong["transitions_per_second"],
+            "pong_frames_per_second": pong["frames_per_second"],
+            "pong_policy_lag": pong["policy_lag"],
+            "cartpole": solves,
+            "cartpole_median_seconds": statistics.median(run["wall_seconds"] for run in solves),
+            "cartpole_median_frames": statistics.median(run["frames"] for run in solves),
+            "cartpole_all_solved": all(run["solved"] for run in solves),
+        }
+        print(mode, json.dumps({k: v for k, v in result[mode].items() if k != "cartpole"}), flush=True)
+    return result
+
+
 def machine() -> dict:
     import ale_py
     import gymnasium
@@ -199,8 +218,9 @@ def machine() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
-    parser.add_argument("--only", choices=["probe", "pong", "cartpole"], action="append",
-                        help="run only these parts (repeatable)")
+    parser.add_argument("--only", choices=["probe", "pong", "cartpole", "modes"], action="append",
+                        help="run only these parts (repeatable); modes (data against grads) runs "
+                             "only when named")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
@@ -236,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             print("sb3:", json.dumps(results["pong"]["sb3"], indent=1), flush=True)
     if "cartpole" in parts:
         results["cartpole"] = cartpole_comparison(seeds, with_sb3, max_seconds=300.0)
+    if "modes" in parts:
+        results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
     report = markdown_report(results)
     print(report)
     out = ROOT / args.results

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import a3c.cli
-from a3c.config import ATARI_PRESET, VECTOR_PRESET, parse_config
+from a3c.config import ATARI_PRESET, VECTOR_PRESET, atari_preset, parse_config, vector_preset
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -26,7 +26,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--grad-batch", "0"], "--grad-batch"),
     (["-n", "x", "--env", "CartPole-v1", "--max-policy-lag", "-1"], "--max-policy-lag"),
     (["-n", "x", "--env", "CartPole-v1", "--max-seconds", "0"], "--max-seconds"),
-    (["-n", "x", "--env", "CartPole-v1", "--learner-threads", "-1"], "--learner-threads"),
+    (["-n", "x", "--env", "CartPole-v1", "--learner-threads", "0"], "--learner-threads"),
     (["-n", "x", "--env", "CartPole-v1", "--save-every", "0"], "--save-every"),
     (["-n", "x", "--env", "CartPole-v1", "--queue-size", "-1"], "--queue-size"),
     (["-n", "x", "--env", "CartPole-v1", "--logdir", "/etc/hostname/runs"], "--logdir"),
@@ -69,3 +69,23 @@ def test_help_lists_every_hyperparameter(capsys):
                  "--lr", "--entropy-beta", "--clip-grad", "--stop-reward", "--max-frames", "--seed",
                  "--logdir", "--cuda", "--name"]:
         assert flag in text
+
+
+@pytest.mark.parametrize("cores, processes, envs, threads", [
+    (1, 1, 32, 1), (2, 1, 32, 1), (4, 3, 10, 1), (16, 12, 8, 4),
+])
+def test_atari_layout_gives_the_learner_its_own_cores(cores, processes, envs, threads):
+    preset = atari_preset(cores)
+    assert (preset.processes, preset.envs_per_process, preset.learner_threads) == (processes, envs, threads)
+    assert vector_preset(cores).learner_threads == threads
+
+
+def test_default_queue_holds_two_learner_batches():
+    one_child = parse_config(["-n", "q", "--processes", "1", "--envs-per-process", "32"])
+    assert one_child.queue_capacity == 8  # 2 x 128 transitions in micro-batches of 32
+    assert one_child.slots_per_child == 8
+    many = parse_config(["-n", "q", "--processes", "8", "--envs-per-process", "64"])
+    assert many.queue_capacity == 16  # two per child wins over 2 x 128 / 64 = 4
+    grads = parse_config(["-n", "q", "--mode", "grads", "--processes", "1"])
+    assert grads.queue_capacity == 2  # one gradient is a whole batch
+    assert parse_config(["-n", "q", "--queue-size", "5"]).queue_capacity == 5
