@@ -68,6 +68,14 @@ def vector_preset(cores: int) -> Preset:
                   gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
 
 
+def grads_layout(preset: Preset, cores: int) -> Preset:
+    """In grads mode the children also train and the learner only sums and steps, so the
+    children get every core, with the same envs in total."""
+    envs_in_total = preset.processes * preset.envs_per_process
+    return dataclasses.replace(preset, processes=cores,
+                               envs_per_process=max(1, envs_in_total // cores))
+
+
 CORES = os.cpu_count() or 1
 ATARI_PRESET = atari_preset(CORES)
 VECTOR_PRESET = vector_preset(CORES)
@@ -91,6 +99,8 @@ class Config(Preset):
     seed: int = 0
     logdir: str = "runs"
     cuda: bool = False
+    bf16: bool = False
+    """Train under bfloat16 autocast: pays on CPUs with AMX (and on recent GPUs)."""
     adam_eps: float = 1e-3
     queue_size: int = 0
     """Messages with arrays in flight; 0: enough for two learner batches, two per child at least."""
@@ -146,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", "--name", required=True, help="run name (names the TensorBoard run)")
     parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
     parser.add_argument("--cuda", action="store_true", help="train on the GPU")
+    parser.add_argument("--bf16", action="store_true",
+                        help="train under bfloat16 autocast (about 2x on CPUs with AMX; off by default)")
     parser.add_argument("--mode", choices=MODES, default="data",
                         help="data: children send transitions; grads: children send gradients")
     parser.add_argument("--grad-batch", type=int, default=2,
@@ -178,6 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
+    if args.mode == "grads":
+        preset = grads_layout(preset, CORES)
     tuned = {
         field.name: getattr(preset, field.name) if getattr(args, field.name) is None
         else getattr(args, field.name)
@@ -186,7 +200,7 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     return Config(
         name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
         max_frames=args.max_frames, max_seconds=args.max_seconds, seed=args.seed,
-        logdir=args.logdir, cuda=args.cuda,
+        logdir=args.logdir, cuda=args.cuda, bf16=args.bf16,
         queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
         mode=args.mode, grad_batch=args.grad_batch,
         max_policy_lag=args.max_policy_lag,

@@ -55,12 +55,18 @@ class StepStats(LossStats):
 
 
 def loss_gradients(net: nn.Module, transitions: TransitionBatch, gamma: float, entropy_beta: float,
-                   device: torch.device | str) -> LossStats:
+                   device: torch.device | str, bf16: bool = False) -> LossStats:
     """Forward, loss and backward on ``transitions``: the gradients are left in ``net``'s
-    parameters (replacing any there), the loss terms returned as floats."""
+    parameters (replacing any there), the loss terms returned as floats.
+
+    ``bf16`` runs the forward pass under bfloat16 autocast (weights, gradients and the loss
+    stay float32): about twice the training rate on CPUs with AMX, slower on those without.
+    """
     states, actions, reference_values = unpack_batch(transitions, net, gamma, device)
-    logits, values = net(states)
-    terms = a2c_loss(logits, values, actions, reference_values, entropy_beta)
+    device_type = torch.device(device).type
+    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+        logits, values = net(states)
+    terms = a2c_loss(logits.float(), values.float(), actions, reference_values, entropy_beta)
     net.zero_grad(set_to_none=True)
     terms.total.backward()
     return LossStats(
@@ -102,8 +108,9 @@ class Learner:
     """
 
     def __init__(self, net: nn.Module, lr: float, adam_eps: float, gamma: float,
-                 entropy_beta: float, clip_grad: float, device: torch.device | str):
+                 entropy_beta: float, clip_grad: float, device: torch.device | str, bf16: bool = False):
         self.net = net
+        self.bf16 = bf16
         self.optimizer = make_adam(net, lr, adam_eps)
         self.gamma = gamma
         self.entropy_beta = entropy_beta
@@ -121,7 +128,7 @@ class Learner:
 
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
-        loss = loss_gradients(self.net, transitions, self.gamma, self.entropy_beta, self.device)
+        loss = loss_gradients(self.net, transitions, self.gamma, self.entropy_beta, self.device, self.bf16)
         lag = None
         if transitions.policy_versions is not None:
             lag = float(self.steps_done - transitions.policy_versions.mean())

@@ -108,7 +108,7 @@ def start_run(config: Config) -> Run:
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)
     learner = Learner(net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
-                      config.clip_grad, device)
+                      config.clip_grad, device, config.bf16)
     counters, recent_rewards, best = Counters(), [], None
     if config.resume is None:
         run_dir = Path(config.logdir) / run_name(config)

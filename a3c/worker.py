@@ -82,7 +82,7 @@ class GradientSender:
         self.buffer.add(batch)
         while (transitions := self.buffer.pop_batch()) is not None:
             loss = loss_gradients(self.acting_net, transitions, self.config.gamma,
-                                  self.config.entropy_beta, self.device)
+                                  self.config.entropy_beta, self.device, self.config.bf16)
             sent = self.channel.put_gradient(flat_gradients(self.acting_net), self._version,
                                              len(transitions), loss)
             if not sent:

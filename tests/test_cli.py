@@ -3,7 +3,14 @@ import pytest
 import torch
 
 import a3c.cli
-from a3c.config import ATARI_PRESET, VECTOR_PRESET, atari_preset, parse_config, vector_preset
+from a3c.config import (
+    ATARI_PRESET,
+    VECTOR_PRESET,
+    atari_preset,
+    grads_layout,
+    parse_config,
+    vector_preset,
+)
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -89,3 +96,9 @@ def test_default_queue_holds_two_learner_batches():
     grads = parse_config(["-n", "q", "--mode", "grads", "--processes", "1"])
     assert grads.queue_capacity == 2  # one gradient is a whole batch
     assert parse_config(["-n", "q", "--queue-size", "5"]).queue_capacity == 5
+
+
+def test_grads_mode_gives_the_children_every_core_with_the_same_envs():
+    layout = grads_layout(atari_preset(2), cores=2)
+    assert (layout.processes, layout.envs_per_process) == (2, 16)
+    assert grads_layout(atari_preset(16), cores=16).processes == 16

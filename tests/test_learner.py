@@ -106,3 +106,14 @@ def test_gradient_steps_wait_for_grad_batch_and_drop_stale_gradients():
     assert steps.consume(gradient_message(4, size)) == [] and steps.dropped == 1  # 1 step old: kept
     (stats,) = steps.consume(gradient_message(5, size))
     assert stats.policy_lag == pytest.approx(0.5)
+
+
+def test_bf16_autocast_gives_finite_float32_gradients_close_to_float32_training():
+    batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False])
+    plain, mixed = make_learner().net, make_learner().net
+    loss_gradients(plain, batch, gamma=0.9, entropy_beta=0.01, device="cpu")
+    loss = loss_gradients(mixed, batch, gamma=0.9, entropy_beta=0.01, device="cpu", bf16=True)
+    assert all(parameter.grad.dtype == torch.float32 for parameter in mixed.parameters())
+    expected, got = flat_gradients(plain), flat_gradients(mixed)
+    assert np.isfinite(got).all() and np.isfinite(loss.loss_total)
+    assert np.linalg.norm(got - expected) <= 0.05 * np.linalg.norm(expected)  # bf16 keeps ~3 digits
