@@ -45,6 +45,7 @@ class LoadMeter:
         """Append the cumulative figures to ``progress.jsonl``; log the interval's rates."""
         snapshot = {
             "seconds": round(time.monotonic() - self.started, 3),
+            "unix_time": round(time.time(), 3),
             "mean_reward_100": mean_reward,
             "frames": frame,
             "transitions": transitions,

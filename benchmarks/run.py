@@ -40,14 +40,14 @@ CARTPOLE = "CartPole-v1"
 
 
 class TreeMemory:
-    """Samples the summed RSS and PSS of a process and all its descendants once a second."""
+    """Samples the summed RSS and PSS of a process and all its descendants once a second,
+    stamped with ``time.time()`` so that they line up with the run's progress records."""
 
     def __init__(self, pid: int):
         self.root = psutil.Process(pid)
         self.samples: list[tuple[float, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._started = time.monotonic()
 
     def __enter__(self) -> TreeMemory:  # noqa: PYI034 - Self needs Python 3.11
         self._thread.start()
@@ -71,7 +71,7 @@ class TreeMemory:
                     continue
                 rss += memory.rss
                 pss += getattr(memory, "pss", memory.rss)
-            self.samples.append((time.monotonic() - self._started, rss, pss))
+            self.samples.append((time.time(), rss, pss))
 
     def summary(self, window_start: float, window_end: float) -> dict:
         """Peaks over the whole run; RSS at the first and last sample inside the window."""
@@ -103,17 +103,8 @@ def run_ours_window(env_id: str, warmup: float, window: float, extra_args: list[
     start = next(record for record in records if record["seconds"] >= warmup)
     end = records[-1]
     rates = window_rates(start, end)
-    startup = launch_to_learner_start(memory, records)
     return {"command": " ".join(command[1:]), "window_seconds": end["seconds"] - start["seconds"],
-            **rates, **memory.summary(startup + start["seconds"], startup + end["seconds"])}
-
-
-def launch_to_learner_start(memory: TreeMemory, records: list[dict]) -> float:
-    """Seconds from launch to the learner's clock zero, from the run's total length: the
-    last record comes within 5 s of the end and shutdown takes about a second more."""
-    if not memory.samples:
-        return 0.0
-    return max(0.0, memory.samples[-1][0] - records[-1]["seconds"] - 1.0)
+            **rates, **memory.summary(start["unix_time"], end["unix_time"])}
 
 
 def sb3_available() -> bool:

@@ -17,6 +17,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "NoSuchEnv-v9"], "unknown env id"),
     (["-n", "x", "--env", "Pendulum-v1"], "Discrete"),
     (["-n", "x", "--env", "MountainCarContinuous-v0"], "Discrete"),
+    (["-n", "x", "--env", "tests.toy_envs:MultiDiscrete-v0"], "MultiDiscrete action space"),
     (["-n", "x", "--env", "Blackjack-v1"], "observation space"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "0"], "--processes"),
     (["-n", "x", "--env", "CartPole-v1", "--envs-per-process", "0"], "--envs-per-process"),

@@ -81,3 +81,14 @@ class NanRewardEnv(CountingEnv):
 
 
 gym.register("NanReward-v0", entry_point=NanRewardEnv)
+
+
+class MultiDiscreteEnv(CountingEnv):
+    """Counting with a MultiDiscrete action space, which the trainer must refuse."""
+
+    def __init__(self):
+        super().__init__()
+        self.action_space = gym.spaces.MultiDiscrete([2, 3])
+
+
+gym.register("MultiDiscrete-v0", entry_point=MultiDiscreteEnv)
