@@ -215,6 +215,8 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
         steps = TransitionSteps(run.learner, config.batch_size)
     step_scalars = MeanTracker(run.writer)
     load = LoadMeter(run.writer, run.run_dir / "progress.jsonl")
+    load.record(counters.frames, counters.transitions, counters.optimizer_steps, 0.0,
+                rewards.mean_reward)  # the zero point the first interval's rates start from
     deadline = None if config.max_seconds is None else time.monotonic() + config.max_seconds
     next_save = time.monotonic() + config.save_every
     next_best_check = time.monotonic() + BEST_CHECK_SECONDS

@@ -17,8 +17,11 @@ from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
 
 
 def start_trainer(args: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list[int]]:
-    """Start ``run_a3c.py`` and wait until its children are running; (process, child pids)."""
-    process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT, env=env,
+    """Start ``run_a3c.py`` with two children and wait until both run; (process, child pids).
+
+    Two, whatever the core count gives, so that one can die while the other goes on.
+    """
+    process = subprocess.Popen([sys.executable, "run_a3c.py", *args, "--processes", "2"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     children: list[int] = []
     deadline = time.monotonic() + 60
