@@ -130,14 +130,15 @@ def start_run(config: Config) -> Run:
 
 
 def train(config: Config) -> TrainResult:
-    """Run data-parallel A3C until solved, out of frames, interrupted or failed.
+    """Run A3C (data- or gradient-parallel, per ``config.mode``) until solved, out of
+    frames or time, interrupted or failed.
 
     Every ending saves ``checkpoint.pt`` except a non-finite loss, which keeps the last
     good one; ``summary.json`` says how the run ended.
     """
     run = start_run(config)
     print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
-          f"{config.envs_per_process} envs | device {config.device}"
+          f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
           + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
     pool = WorkerPool(worker_main, (config, run.learner.net, run.learner.policy_version),
                       config.processes, config.queue_capacity, config.seed + run.counters.transitions,
@@ -262,6 +263,8 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
         if progress.maybe_report(counters.frames, counters.episodes, rewards.mean_reward):
             load.record(counters.frames, counters.transitions, counters.optimizer_steps,
                         pool.child_wait_seconds(), rewards.mean_reward)
+            if isinstance(steps, GradientSteps):
+                run.writer.add_scalar("train/dropped_gradients", steps.dropped, counters.frames)
     return signals.reason
 
 

@@ -71,6 +71,7 @@ def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
             "loss/policy", "loss/value", "loss/entropy", "loss/total", "train/grad_norm",
             "train/advantage", "train/values", "train/reference_values", "train/policy_lag",
             "perf/learner_busy_fraction"} <= tags
+    assert ("train/dropped_gradients" in tags) == (mode == "grads")
 
 
 @pytest.mark.timeout(300)
