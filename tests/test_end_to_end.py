@@ -54,7 +54,7 @@ def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
     # grads mode sums two children's 128-transition gradients per step: half the steps per frame
     result, descendants = run_trainer(
         ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
-         "--logdir", str(tmp_path), "--mode", mode], timeout=240)
+         "--logdir", str(tmp_path), "--mode", mode, "--stop-reward", "1e9"], timeout=240)
     assert result.returncode == 0, result.stdout
     assert len(descendants) >= 2  # the children really ran
     assert alive(descendants) == []
@@ -106,7 +106,7 @@ def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode):
 def test_time_budget_ends_the_run_and_progress_lines_record_the_load(tmp_path):
     started = time.monotonic()
     result, _ = run_trainer(["-n", "budget", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                             "--max-seconds", "12"], timeout=90)
+                             "--max-seconds", "12", "--stop-reward", "1e9"], timeout=90)
     assert result.returncode == 0, result.stdout
     assert time.monotonic() - started < 60
     run_dir = only_run_dir(tmp_path)
