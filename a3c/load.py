@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Protocol
+
+from lib.trackers import ScalarWriter
+
+PROGRESS_FILE = "progress.jsonl"
 
 
-class ScalarWriter(Protocol):
-    def add_scalar(self, tag: str, value: float, step: int) -> None: ...
+def read_progress(run_dir: Path) -> list[dict]:
+    """The cumulative records of a run's ``progress.jsonl``, oldest first."""
+    return [json.loads(line) for line in (run_dir / PROGRESS_FILE).read_text().splitlines()]
 
 
 class LoadMeter:

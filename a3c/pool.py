@@ -52,7 +52,7 @@ class WorkerPool:
         self.stop_event = self._context.Event()
         self._base_seed = base_seed
         self._slot_layout = slot_layout
-        self._slot_states = [slot_layout.allocate() for _ in range(processes)]
+        self._slots = [slot_layout.allocate() for _ in range(processes)]
         self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
                               for _ in range(processes)]
         self._channels: list[ChildChannel | None] = [None] * processes
@@ -68,7 +68,7 @@ class WorkerPool:
     def _start(self, worker_id: int) -> None:
         incarnation = self._incarnations[worker_id]
         channel = ChildChannel(worker_id, incarnation, self.messages, self.stop_event,
-                               self._slot_states[worker_id],
+                               self._slots[worker_id],
                                self._context.BoundedSemaphore(self._slot_layout.slots),
                                self._wait_seconds[worker_id])
         process = self._context.Process(

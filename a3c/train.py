@@ -18,7 +18,7 @@ from a3c.channel import SlotLayout
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
 from a3c.learner import GradientSteps, Learner, NonFiniteLoss, StepStats, TransitionSteps
-from a3c.load import LoadMeter
+from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.signals import StopSignals
@@ -215,7 +215,7 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
     else:
         steps = TransitionSteps(run.learner, config.batch_size)
     step_scalars = MeanTracker(run.writer)
-    load = LoadMeter(run.writer, run.run_dir / "progress.jsonl")
+    load = LoadMeter(run.writer, run.run_dir / PROGRESS_FILE)
     load.record(counters.frames, counters.transitions, counters.optimizer_steps, 0.0,
                 rewards.mean_reward)  # the zero point the first interval's rates start from
     deadline = None if config.max_seconds is None else time.monotonic() + config.max_seconds

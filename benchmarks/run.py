@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from a3c.config import ATARI_PRESET
-from a3c.load import window_rates
+from a3c.load import read_progress, window_rates
 from benchmarks.probe import probe_limits
 from benchmarks.report import markdown_report, plot_cartpole
 
@@ -99,7 +99,7 @@ def run_ours_window(env_id: str, warmup: float, window: float, extra_args: list[
         if process.returncode != 0:
             raise RuntimeError(f"trainer failed ({process.returncode}):\n{output[-2000:]}")
         (run_dir,) = Path(logdir).iterdir()
-        records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+        records = read_progress(run_dir)
     start = next(record for record in records if record["seconds"] >= warmup)
     end = records[-1]
     rates = window_rates(start, end)
@@ -148,7 +148,7 @@ def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) 
         wall = time.monotonic() - started
         (run_dir,) = Path(logdir).iterdir()
         summary = json.loads((run_dir / "summary.json").read_text())
-        records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+        records = read_progress(run_dir)
     if result.returncode != 0:
         raise RuntimeError(f"trainer failed ({result.returncode}):\n{result.stdout[-2000:]}")
     startup = wall - summary["seconds"]

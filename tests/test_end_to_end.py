@@ -12,6 +12,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from a3c.checkpoint import load_checkpoint
+from a3c.load import read_progress
 from tests.helpers import alive
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +112,7 @@ def test_time_budget_ends_the_run_and_progress_lines_record_the_load(tmp_path):
     assert time.monotonic() - started < 60
     run_dir = only_run_dir(tmp_path)
     assert json.loads((run_dir / "summary.json").read_text())["reason"] == "time_budget"
-    records = [json.loads(line) for line in (run_dir / "progress.jsonl").read_text().splitlines()]
+    records = read_progress(run_dir)
     assert len(records) >= 3  # the zero point, then a report every 5 s of a 12 s run
     last = records[-1]
     assert 0 < last["learner_busy_seconds"] + last["learner_wait_seconds"] <= last["seconds"] + 0.5
