@@ -7,7 +7,6 @@ import signal
 import sys
 import traceback
 from collections import deque
-from functools import partial
 
 import numpy as np
 import torch
@@ -18,7 +17,7 @@ from a3c.config import Config
 from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.batch import TransitionBuffer
-from lib.envs import make_env, make_vector_env
+from lib.envs import make_vector_env
 from lib.experience import NStepAccumulator, TransitionBatch
 from lib.models import evaluate, sample_actions
 
@@ -106,7 +105,7 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
         sender = GradientSender(config, net, policy_version, channel, device)
     else:
         sender = TransitionSender(net, policy_version, channel)
-    envs = make_vector_env(partial(make_env, config.env_id), config.envs_per_process)
+    envs = make_vector_env(config.env_id, config.envs_per_process)
     accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma)
     acting_versions: deque[int] = deque(maxlen=config.reward_steps)
     observations, _ = envs.reset(seed=seed)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from functools import partial
 
 import numpy as np
 import torch
 
 from a3c.learner import Learner
-from lib.envs import describe_env, make_env, make_vector_env
+from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
 from lib.models import build_net, evaluate
 
@@ -32,7 +31,7 @@ def _rate(work, items_per_call: int, seconds: float) -> float:
 
 
 def env_steps_per_second(env_id: str, num_envs: int, seconds: float) -> float:
-    envs = make_vector_env(partial(make_env, env_id), num_envs)
+    envs = make_vector_env(env_id, num_envs)
     envs.reset(seed=0)
     try:
         return _rate(lambda: envs.step(envs.action_space.sample()), num_envs, seconds)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from lib.envs import make_vector_env
+from lib.envs import sync_vector_env
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from tests.toy_envs import CountingEnv
 
@@ -37,7 +37,7 @@ def run_steps(envs, accumulator, steps, value_of=None):
 
 
 def single(episode_length, truncate=False):
-    return make_vector_env(lambda: CountingEnv(episode_length, truncate), 1)
+    return sync_vector_env(lambda: CountingEnv(episode_length, truncate), 1)
 
 
 def rows(batch):

@@ -1,0 +1,73 @@
+"""The training envs match the envs play and the SB3 peer use, frame for frame."""
+import gymnasium as gym
+import numpy as np
+
+from lib.envs import describe_env, make_env, make_vector_env
+
+PONG = "PongNoFrameskip-v4"
+
+
+def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards():
+    """Without random no-ops both paths are deterministic, so they must agree exactly."""
+    native = make_vector_env(PONG, 1, noop_max=0)
+    wrapped = make_env(PONG, noop_max=0)
+    try:
+        native_obs, _ = native.reset(seed=0)
+        wrapped_obs, _ = wrapped.reset(seed=0)
+        np.testing.assert_array_equal(native_obs[0], wrapped_obs)
+        rng = np.random.default_rng(1)
+        native_return = wrapped_return = 0.0
+        for _ in range(300):
+            action = int(rng.integers(0, native.single_action_space.n))
+            native_obs, native_reward, *_ = native.step(np.array([action]))
+            wrapped_obs, wrapped_reward, *_ = wrapped.step(action)
+            np.testing.assert_array_equal(native_obs[0], wrapped_obs)
+            assert native_reward[0] == wrapped_reward
+            native_return += float(native_reward[0])
+            wrapped_return += float(wrapped_reward)
+        assert native_return < 0  # random play loses points: rewards did flow through both
+    finally:
+        native.close()
+        wrapped.close()
+
+
+def test_native_atari_vector_env_has_the_described_spaces():
+    info = describe_env(PONG)
+    envs = make_vector_env(PONG, 3)
+    try:
+        observations, _ = envs.reset(seed=0)
+        assert observations.shape == (3, *info.observation_shape)
+        assert observations.dtype == np.uint8
+        assert envs.single_action_space.n == info.n_actions
+        next_observations, *_ = envs.step(np.zeros(3, dtype=np.int64))
+        assert not np.shares_memory(observations, next_observations)  # the accumulator keeps rows
+    finally:
+        envs.close()
+
+
+def test_native_atari_truncation_reports_the_final_observation(monkeypatch):
+    """A frame limit cuts the episode (truncated, not terminated) with SAME_STEP autoreset."""
+    spec = gym.spec(PONG)
+    monkeypatch.setitem(spec.kwargs, "max_num_frames_per_episode", 40)
+    envs = make_vector_env(PONG, 2, noop_max=0)
+    try:
+        envs.reset(seed=0)
+        for step in range(1, 11):
+            observations, _, terminated, truncated, infos = envs.step(np.zeros(2, dtype=np.int64))
+            if truncated.any():
+                break
+        assert step == 10 and truncated.all() and not terminated.any()  # 40 frames / skip 4
+        assert infos["final_obs"].shape == observations.shape
+        assert not np.array_equal(infos["final_obs"], observations)  # reset obs came back
+        assert not observations[:, :-1].any()  # a fresh stack: three zero frames
+    finally:
+        envs.close()
+
+
+def test_classic_control_gets_a_sync_vector_env():
+    envs = make_vector_env("CartPole-v1", 2)
+    try:
+        assert isinstance(envs, gym.vector.SyncVectorEnv)
+        assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    finally:
+        envs.close()
