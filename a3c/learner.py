@@ -141,7 +141,8 @@ class Learner:
         offset = 0
         for parameter in self.net.parameters():
             size = parameter.numel()
-            parameter.grad = total[offset:offset + size].view_as(parameter).clone()
+            # empty_like keeps the parameter's layout (the conv weights are channels-last)
+            parameter.grad = torch.empty_like(parameter).copy_(total[offset:offset + size].view_as(parameter))
             offset += size
         loss = LossStats.mean(losses)
         lag = float(self.steps_done - np.mean(policy_versions))
