@@ -10,9 +10,10 @@ def _row(*cells: object) -> str:
 
 def _probe_section(probe: dict) -> list[str]:
     return [
-        "### Machine limit (one thread per stage)", "",
+        "### Machine limit (one thread per stage, median of interleaved rounds)", "",
         _row("stage", "per core per second"), _row("-", "-"),
-        _row("Pong env steps (wrappers included)", f"{probe['env_steps_per_second_per_core']:,.0f}"),
+        _row("Pong env steps (native vector env, preprocessing included)",
+             f"{probe['env_steps_per_second_per_core']:,.0f}"),
         _row(f"inference samples, batch {probe['inference_batch']}",
              f"{probe['inference_samples_per_second_per_core']:,.0f}"),
         _row(f"training samples, batch {probe['training_batch']}",

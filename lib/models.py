@@ -32,7 +32,7 @@ class AtariA2C(nn.Module):
         self.value = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, 1))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        scaled = (observations.float() / 255.0).contiguous(memory_format=torch.channels_last)
+        scaled = observations.to(torch.float32, memory_format=torch.channels_last).mul_(1 / 255.0)
         features = self.conv(scaled)
         return self.policy(features), self.value(features).squeeze(-1)
 
