@@ -100,15 +100,22 @@ def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(net.parameters(), lr=lr, eps=eps)
 
 
+def new_policy_version() -> torch.Tensor:
+    """A shared-memory step counter at 0."""
+    return torch.zeros((), dtype=torch.int64).share_memory_()
+
+
 class Learner:
     """Owns the optimizer of the shared net and applies one step per batch.
 
     ``policy_version`` is a shared-memory counter of the steps applied; children read it
-    when they act, so every transition says how old the weights that chose it were.
+    when they act, so every transition says how old the weights that chose it were. It is
+    made here unless given (the trainer makes it before the children, and them before this).
     """
 
     def __init__(self, net: nn.Module, lr: float, adam_eps: float, gamma: float,
-                 entropy_beta: float, clip_grad: float, device: torch.device | str, bf16: bool = False):
+                 entropy_beta: float, clip_grad: float, device: torch.device | str, bf16: bool = False,
+                 policy_version: torch.Tensor | None = None):
         self.net = net
         self.bf16 = bf16
         self.optimizer = make_adam(net, lr, adam_eps)
@@ -116,7 +123,7 @@ class Learner:
         self.entropy_beta = entropy_beta
         self.clip_grad = clip_grad
         self.device = device
-        self.policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
+        self.policy_version = new_policy_version() if policy_version is None else policy_version
 
     @property
     def steps_done(self) -> int:

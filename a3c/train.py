@@ -17,7 +17,14 @@ from tensorboardX import SummaryWriter
 from a3c.channel import SlotLayout
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.config import Config
-from a3c.learner import GradientSteps, Learner, NonFiniteLoss, StepStats, TransitionSteps
+from a3c.learner import (
+    GradientSteps,
+    Learner,
+    NonFiniteLoss,
+    StepStats,
+    TransitionSteps,
+    new_policy_version,
+)
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
@@ -99,34 +106,61 @@ def hyperparameter_table(config: Config) -> str:
     return "|parameter|value|\n|-|-|\n" + rows
 
 
-def start_run(config: Config) -> Run:
-    """Build the shared net and learner, fresh or restored from ``config.resume``."""
+@dataclass
+class SharedNet:
+    """What the children need before they start, and the checkpoint it came from, if any."""
+
+    net: torch.nn.Module
+    policy_version: torch.Tensor
+    env_info: EnvInfo
+    restored: dict | None
+
+    @property
+    def transitions_done(self) -> int:
+        return 0 if self.restored is None else self.restored["counters"]["transitions"]
+
+
+def share_net(config: Config) -> SharedNet:
+    """Build (or restore) the net in shared memory, and nothing the children do not need.
+
+    This part is quick; the optimizer is not (constructing the first torch optimizer imports
+    torch._dynamo, 1-2 s), so it is built while the children import and start their envs.
+    """
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     torch.set_num_threads(config.learner_threads)
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)
-    learner = Learner(net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
-                      config.clip_grad, device, config.bf16)
+    policy_version = new_policy_version()
+    restored = None
+    if config.resume is not None:
+        restored = load_checkpoint(config.resume, map_location=device)
+        net.load_state_dict(restored["model"])
+        policy_version.fill_(restored["counters"]["optimizer_steps"])
+        torch.set_rng_state(restored["torch_rng"])
+    net.share_memory()
+    return SharedNet(net, policy_version, env_info, restored)
+
+
+def start_run(config: Config, shared: SharedNet) -> Run:
+    """The learner-side state around the shared net: optimizer, counters, writer."""
+    learner = Learner(shared.net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
+                      config.clip_grad, torch.device(config.device), config.bf16, shared.policy_version)
     counters, recent_rewards, best = Counters(), [], None
-    if config.resume is None:
+    if shared.restored is None:
         run_dir = Path(config.logdir) / run_name(config)
     else:
-        state = load_checkpoint(config.resume, map_location=device)
-        net.load_state_dict(state["model"])
+        state = shared.restored
         learner.optimizer.load_state_dict(state["optimizer"])
         counters = Counters(**{**state["counters"], "worker_restarts": 0})
-        learner.steps_done = counters.optimizer_steps
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
-        torch.set_rng_state(state["torch_rng"])
         run_dir = Path(config.resume).resolve().parent
-    net.share_memory()
     writer = SummaryWriter(str(run_dir))
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
     rewards.best_mean_reward = best
-    return Run(config, learner, rewards, counters, run_dir, writer, env_info)
+    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)
 
 
 def train(config: Config) -> TrainResult:
@@ -136,18 +170,19 @@ def train(config: Config) -> TrainResult:
     Every ending saves ``checkpoint.pt`` except a non-finite loss, which keeps the last
     good one; ``summary.json`` says how the run ended.
     """
-    run = start_run(config)
-    print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
-          f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
-          + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
-    pool = WorkerPool(worker_main, (config, run.learner.net, run.learner.policy_version),
-                      config.processes, config.queue_capacity, config.seed + run.counters.transitions,
-                      slot_layout(config, run.env_info, run.learner.net))
-    progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
+    shared = share_net(config)
+    pool = WorkerPool(worker_main, (config, shared.net, shared.policy_version),
+                      config.processes, config.queue_capacity, config.seed + shared.transitions_done,
+                      slot_layout(config, shared.env_info, shared.net))
     message = ""
     with StopSignals(partial(_exit_now, pool)) as signals:
         try:
-            pool.start()
+            pool.start()  # children take seconds to import and start: the learner is built meanwhile
+            run = start_run(config, shared)
+            print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
+                  f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
+                  + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
+            progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
             reason = _learn(run, pool, progress, signals)
         except WorkerDied as exc:
             reason = "worker_died"

@@ -17,12 +17,15 @@ from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
 
 
 def start_trainer(args: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list[int]]:
-    """Start ``run_a3c.py`` with two children and wait until both run; (process, child pids).
+    """Start ``run_a3c.py`` with two children and wait until both run and the learner has
+    started its loop (its "run ..." line); (process, child pids).
 
     Two, whatever the core count gives, so that one can die while the other goes on.
     """
     process = subprocess.Popen([sys.executable, "run_a3c.py", *args, "--processes", "2"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first_line = process.stdout.readline()
+    assert first_line.startswith("run "), first_line
     children: list[int] = []
     deadline = time.monotonic() + 60
     while len(children) < 2 and time.monotonic() < deadline:
