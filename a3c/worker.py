@@ -106,7 +106,8 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
     else:
         sender = TransitionSender(net, policy_version, channel)
     envs = make_vector_env(config.env_id, config.envs_per_process)
-    accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma)
+    accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma,
+                                   envs.metadata["autoreset_mode"])
     acting_versions: deque[int] = deque(maxlen=config.reward_steps)
     observations, _ = envs.reset(seed=seed)
     logits, _ = evaluate(sender.acting_net, torch.as_tensor(observations).to(device))
@@ -119,7 +120,8 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
             batch, episodes = accumulator.step(
                 observations, actions, rewards, terminated, truncated, next_observations, infos,
                 next_values=next_values.cpu().numpy(),
-                final_values=_final_values(sender.acting_net, truncated, infos, device),
+                final_values=None if accumulator.next_step_reset
+                else _final_values(sender.acting_net, truncated, infos, device),
             )
             if batch is not None and not sender.send(batch, acting_versions[0]):
                 return

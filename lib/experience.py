@@ -1,4 +1,4 @@
-"""N-step first-last transitions from a vector env with SAME_STEP autoreset.
+"""N-step first-last transitions from a vector env with SAME_STEP or NEXT_STEP autoreset.
 
 Each env step starts one transition: (first state, action, discounted sum of up to n
 rewards, last state, done, steps). A transition is emitted once n rewards are summed or
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 
 @dataclass
@@ -73,14 +74,24 @@ class EpisodeResult:
 
 
 class NStepAccumulator:
-    """Turns lockstep vector-env steps into n-step transitions and finished episodes."""
+    """Turns lockstep vector-env steps into n-step transitions and finished episodes.
 
-    def __init__(self, num_envs: int, reward_steps: int, gamma: float):
+    With NEXT_STEP autoreset (gymnasium's numpy-vectorised classic-control envs) an env
+    that ended returns its real final observation, and spends its next step on the reset:
+    that step's action is ignored and its reward is 0, so the accumulator skips it.
+    """
+
+    def __init__(self, num_envs: int, reward_steps: int, gamma: float,
+                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP):
+        if autoreset_mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
+            raise ValueError(f"autoreset mode {autoreset_mode} is not supported")
         self.reward_steps = reward_steps
         self.gamma = gamma
+        self.next_step_reset = autoreset_mode == AutoresetMode.NEXT_STEP
         self._pending: list[deque] = [deque() for _ in range(num_envs)]
         self._episode_rewards = np.zeros(num_envs, dtype=np.float64)
         self._episode_lengths = np.zeros(num_envs, dtype=np.int64)
+        self._resetting = np.zeros(num_envs, dtype=bool)
 
     def step(
         self,
@@ -100,12 +111,15 @@ class NStepAccumulator:
         first observation when env i ended; its real final observation is in
         ``infos["final_obs"][i]``. With ``next_values`` (V of ``next_observations``) and
         ``final_values`` (V of the final observations, read where env i was truncated) the
-        batch carries ``last_values`` instead of ``last_states``.
+        batch carries ``last_values`` instead of ``last_states``. With NEXT_STEP autoreset
+        the final observation is ``next_observations[i]`` and ``final_values`` is not needed.
         """
         with_values = next_values is not None
         emitted: list[tuple] = []
         episodes: list[EpisodeResult] = []
         for env_index, pending in enumerate(self._pending):
+            if self._resetting[env_index]:
+                continue
             reward = float(rewards[env_index])
             pending.append((observations[env_index], int(actions[env_index]), reward))
             self._episode_rewards[env_index] += reward
@@ -113,6 +127,8 @@ class NStepAccumulator:
             if terminated[env_index] or truncated[env_index]:
                 if terminated[env_index]:
                     bootstrap = None
+                elif self.next_step_reset:
+                    bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
                 elif with_values:
                     bootstrap = float(final_values[env_index])
                 else:
@@ -127,6 +143,8 @@ class NStepAccumulator:
             elif len(pending) == self.reward_steps:
                 bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
                 emitted.append(self._pop_first(pending, bootstrap))
+        if self.next_step_reset:
+            self._resetting = np.logical_or(terminated, truncated)
         return _stack(emitted, with_values), episodes
 
     def _pop_first(self, pending: deque, bootstrap: np.ndarray | float | None) -> tuple:

@@ -3,6 +3,7 @@ import gymnasium as gym
 import numpy as np
 
 from lib.envs import describe_env, make_env, make_vector_env
+from lib.experience import NStepAccumulator
 
 PONG = "PongNoFrameskip-v4"
 
@@ -64,8 +65,34 @@ def test_native_atari_truncation_reports_the_final_observation(monkeypatch):
         envs.close()
 
 
-def test_classic_control_gets_a_sync_vector_env():
-    envs = make_vector_env("CartPole-v1", 2)
+def test_cartpole_gets_gymnasiums_numpy_vector_env_and_its_episodes_add_up():
+    """NEXT_STEP autoreset: each env's reset step is skipped, so every CartPole episode's
+    return equals its length (reward 1 a step) and every real step gives one transition."""
+    envs = make_vector_env("CartPole-v1", 4)
+    accumulator = NStepAccumulator(4, 3, 0.99, envs.metadata["autoreset_mode"])
+    assert accumulator.next_step_reset
+    rng = np.random.default_rng(0)
+    observations, _ = envs.reset(seed=0)
+    transitions, episodes, reset_steps, resetting = 0, [], 0, np.zeros(4, dtype=bool)
+    for _ in range(300):
+        actions = rng.integers(0, 2, 4)
+        next_observations, rewards, terminated, truncated, infos = envs.step(actions)
+        reset_steps += int(resetting.sum())
+        batch, finished = accumulator.step(observations, actions, rewards, terminated, truncated,
+                                           next_observations, infos)
+        transitions += 0 if batch is None else len(batch)
+        episodes += finished
+        resetting = terminated | truncated
+        observations = next_observations
+    envs.close()
+    assert len(episodes) > 10  # random CartPole episodes last about 20 steps
+    assert all(episode.reward == episode.length for episode in episodes)
+    pending = sum(len(queue) for queue in accumulator._pending)
+    assert transitions + pending == 4 * 300 - reset_steps
+
+
+def test_envs_without_a_vector_implementation_get_a_sync_vector_env():
+    envs = make_vector_env("Acrobot-v1", 2)
     try:
         assert isinstance(envs, gym.vector.SyncVectorEnv)
         assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP

@@ -23,10 +23,11 @@ def run_steps(envs, accumulator, steps, value_of=None):
         next_observations, rewards, terminated, truncated, infos = envs.step(actions)
         values = {}
         if value_of is not None:
+            values["next_values"] = np.array([value_of(o) for o in next_observations])
+        if value_of is not None and not accumulator.next_step_reset:
             final = [infos["final_obs"][i] if truncated[i] else next_observations[i]
                      for i in range(envs.num_envs)]
-            values = {"next_values": np.array([value_of(o) for o in next_observations]),
-                      "final_values": np.array([value_of(o) for o in final])}
+            values["final_values"] = np.array([value_of(o) for o in final])
         batch, finished = accumulator.step(observations, actions, rewards, terminated, truncated,
                                            next_observations, infos, **values)
         if batch is not None:
@@ -38,6 +39,11 @@ def run_steps(envs, accumulator, steps, value_of=None):
 
 def single(episode_length, truncate=False):
     return sync_vector_env(lambda: CountingEnv(episode_length, truncate), 1)
+
+
+def single_next_step(episode_length, truncate=False):
+    return SyncVectorEnv([lambda: CountingEnv(episode_length, truncate)],
+                         autoreset_mode=AutoresetMode.NEXT_STEP)
 
 
 def rows(batch):
@@ -121,3 +127,27 @@ def test_sent_values_stand_for_the_last_states(truncate):
     assert valued.last_values.tolist() == expected.tolist()
     for column in ("states", "actions", "rewards", "dones", "steps"):
         assert np.array_equal(getattr(valued, column), getattr(plain, column))
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+@pytest.mark.parametrize("with_values", [False, True])
+def test_next_step_autoreset_skips_the_reset_step(truncate, with_values):
+    """NEXT_STEP envs spend one step on each reset (action ignored, reward 0): three
+    episodes of 4 take 14 steps instead of 12 and must give exactly the same rows."""
+    value_of = (lambda observation: 1000.0 + float(observation[0])) if with_values else None
+    same, same_episodes = run_steps(single(4, truncate), NStepAccumulator(1, 3, GAMMA), 12, value_of)
+    accumulator = NStepAccumulator(1, 3, GAMMA, AutoresetMode.NEXT_STEP)
+    nxt, next_episodes = run_steps(single_next_step(4, truncate), accumulator, 14, value_of)
+    assert next_episodes == same_episodes == [EpisodeResult(10.0, 4)] * 3
+    assert len(nxt) == len(same) == 12
+    for column in ("states", "actions", "rewards", "dones", "steps", "last_states", "last_values"):
+        same_column, next_column = getattr(same, column), getattr(nxt, column)
+        assert (same_column is None) == (next_column is None)
+        if same_column is not None:
+            assert np.array_equal(same_column, next_column), column
+    assert nxt.dones.any() != truncate
+
+
+def test_unsupported_autoreset_mode_is_refused():
+    with pytest.raises(ValueError, match="not supported"):
+        NStepAccumulator(1, 3, GAMMA, AutoresetMode.DISABLED)

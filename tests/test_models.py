@@ -1,0 +1,39 @@
+"""The nets' input handling and the children's action sampling."""
+import torch
+
+from lib.models import AtariA2C, greedy_actions, sample_actions
+
+
+def test_sampled_actions_follow_the_softmax_of_the_logits():
+    torch.manual_seed(0)
+    logits = torch.log(torch.tensor([[0.7, 0.2, 0.1], [0.05, 0.05, 0.9]]))
+    draws = 20_000
+    actions = sample_actions(logits.repeat(draws, 1)).view(draws, 2)
+    for row, probabilities in enumerate(torch.softmax(logits, -1)):
+        frequencies = torch.bincount(actions[:, row], minlength=3).float() / draws
+        # 4 standard errors of a frequency near p over 20k draws is at most 0.015
+        assert torch.allclose(frequencies, probabilities, atol=0.015), (row, frequencies)
+
+
+def test_a_dominant_logit_is_always_sampled_and_is_greedy():
+    logits = torch.tensor([[0.0, 50.0, 0.0]]).repeat(100, 1)
+    assert sample_actions(logits).eq(1).all()
+    assert greedy_actions(logits).eq(1).all()
+
+
+def test_channels_last_conv_net_matches_the_plain_layout():
+    """The channels-last weights and activations change speed, not the function computed."""
+    torch.manual_seed(0)
+    net = AtariA2C((4, 84, 84), 6)
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    logits, values = net(frames)
+    scaled = frames.float() / 255.0
+    features = scaled
+    for layer in net.conv:
+        features = (torch.nn.functional.conv2d(features, layer.weight.contiguous(), layer.bias,
+                                               layer.stride) if isinstance(layer, torch.nn.Conv2d)
+                    else layer(features))
+    torch.testing.assert_close(logits, net.policy(features), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(values, net.value(features).squeeze(-1), rtol=1e-4, atol=1e-5)
+    assert net.conv[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert net.state_dict()["conv.0.weight"].shape == (32, 4, 8, 8)
