@@ -45,7 +45,7 @@ def _pong_section(pong: dict) -> list[str]:
         "",
     ]
     if "fraction_of_bound" in pong:
-        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.0%} of the probed bound**.")
+        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**.")
     if "ratio_to_sb3" in pong:
         lines.append(f"Throughput ratio to SB3 A2C: **{pong['ratio_to_sb3']:.2f}x**.")
     return [*lines, "", f"Trainer command: `{ours['command']}`", ""]

@@ -92,7 +92,7 @@ def sync_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorE
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) -> VectorEnv:
     """The envs a child steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
-    tenth of the time of 16 separate envs), else ``sync_vector_env``."""
+    fifth of the time of 16 separate envs), else ``sync_vector_env``."""
     spec = _spec(env_id)
     if not is_atari(env_id):
         if spec.vector_entry_point is not None:
