@@ -21,7 +21,13 @@ def _probe_section(probe: dict) -> list[str]:
         "",
         (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms, so {probe['cores']} cores "
         f"train at most **{probe['bound_transitions_per_second']:,.0f} transitions/s**."), "",
+        f"CPU steal during the probe: {_share(probe.get('cpu_steal'))}.", "",
     ]
+
+
+def _share(fraction: float | None) -> str:
+    """A steal fraction as a percentage; "not measured" where /proc/stat was missing."""
+    return "not measured" if fraction is None else f"{fraction:.1%}"
 
 
 def _pong_section(pong: dict) -> list[str]:
@@ -38,6 +44,8 @@ def _pong_section(pong: dict) -> list[str]:
         _row("children blocked on a full channel (s/s, all children)",
              f"{ours['child_wait_seconds_per_second']:.2f}", ""),
         _row("policy lag (optimizer steps)", f"{ours['policy_lag']:.2f}", ""),
+        _row("CPU steal during the run (time the hypervisor gave to other guests)",
+             _share(ours.get("cpu_steal")), _share(pong["sb3"].get("cpu_steal")) if "sb3" in pong else ""),
         _row("peak RSS, summed over the process tree (MiB)", f"{ours.get('peak_rss_mib', 0):,.0f}", ""),
         _row("peak PSS, summed (MiB; shared pages counted once)", f"{ours.get('peak_pss_mib', 0):,.0f}", ""),
         _row("RSS at window start / end (MiB)",
@@ -68,6 +76,7 @@ def _cartpole_section(cartpole: dict) -> list[str]:
                       f"{cartpole['sb3_median_frames']:,.0f}" if sb3_runs else ""))
     if "time_ratio" in cartpole:
         lines += ["", f"Median time ratio, this trainer / SB3: **{cartpole['time_ratio']:.2f}**."]
+    lines += ["", f"CPU steal during the CartPole runs: {_share(cartpole.get('cpu_steal'))}."]
     return [*lines, "", "![CartPole mean-100 reward against wall time](cartpole.png)", ""]
 
 

@@ -33,6 +33,7 @@ from a3c.config import ATARI_PRESET
 from a3c.load import read_progress, window_rates
 from benchmarks.probe import probe_limits
 from benchmarks.report import markdown_report, plot_cartpole
+from benchmarks.steal import StealMeter
 
 ROOT = Path(__file__).resolve().parents[1]
 PONG = "PongNoFrameskip-v4"
@@ -239,10 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                      "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
     if "probe" in parts:
-        results["probe"] = probe_limits(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size)
+        with StealMeter() as steal:
+            results["probe"] = probe_limits(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size)
+        results["probe"]["cpu_steal"] = steal.fraction
         print(json.dumps(results["probe"], indent=1), flush=True)
     if "pong" in parts:
-        ours = run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args))
+        with StealMeter() as steal:
+            ours = run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args))
+        ours["cpu_steal"] = steal.fraction
         results["pong"] = {"ours": ours}
         print("ours:", json.dumps(ours, indent=1), flush=True)
         if "probe" in results:
@@ -250,12 +255,16 @@ def main(argv: list[str] | None = None) -> int:
                                                     / results["probe"]["bound_transitions_per_second"])
         if with_sb3:
             n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process
-            results["pong"]["sb3"] = sb3_window(PONG, n_envs, warmup, window)
+            with StealMeter() as steal:
+                results["pong"]["sb3"] = sb3_window(PONG, n_envs, warmup, window)
+            results["pong"]["sb3"]["cpu_steal"] = steal.fraction
             results["pong"]["ratio_to_sb3"] = (ours["transitions_per_second"]
                                                / results["pong"]["sb3"]["transitions_per_second"])
             print("sb3:", json.dumps(results["pong"]["sb3"], indent=1), flush=True)
     if "cartpole" in parts:
-        results["cartpole"] = cartpole_comparison(seeds, with_sb3, max_seconds=300.0)
+        with StealMeter() as steal:
+            results["cartpole"] = cartpole_comparison(seeds, with_sb3, max_seconds=300.0)
+        results["cartpole"]["cpu_steal"] = steal.fraction
     if "modes" in parts:
         results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
     report = markdown_report(results)
