@@ -51,17 +51,24 @@ def _scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
 
 
 class MlpA2C(nn.Module):
-    """A small shared body with separate policy and value heads, for vector observations."""
+    """Separate policy and value MLPs (two hidden layers each) for vector observations.
+
+    Nothing is shared: with a shared first layer, the critic's squared errors (returns near
+    100 on CartPole) reshaped the policy's features, and 2 of 16 CartPole seeds collapsed to
+    a random policy after reaching a mean of 260, taking 335k-379k frames to solve; without
+    it the slowest of the same 16 seeds took 256k (README, "Presets").
+    """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = 128):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU())
-        self.policy = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
-        self.value = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.policy = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
+                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+        self.value = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
+                                   nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = self.body(observations.float())
-        return self.policy(features), self.value(features).squeeze(-1)
+        observations = observations.float()
+        return self.policy(observations), self.value(observations).squeeze(-1)
 
 
 def build_net(env_info: EnvInfo) -> nn.Module:

@@ -1,7 +1,7 @@
 """The nets' input handling and the children's action sampling."""
 import torch
 
-from lib.models import AtariA2C, greedy_actions, sample_actions
+from lib.models import AtariA2C, MlpA2C, greedy_actions, sample_actions
 
 
 def test_sampled_actions_follow_the_softmax_of_the_logits():
@@ -37,3 +37,15 @@ def test_channels_last_conv_net_matches_the_plain_layout():
     torch.testing.assert_close(values, net.value(features).squeeze(-1), rtol=1e-4, atol=1e-5)
     assert net.conv[0].weight.is_contiguous(memory_format=torch.channels_last)
     assert net.state_dict()["conv.0.weight"].shape == (32, 4, 8, 8)
+
+
+def test_mlp_critic_error_leaves_the_policy_untouched():
+    """The vector net shares no weights: the value loss must not move the policy's parameters."""
+    torch.manual_seed(0)
+    net = MlpA2C(4, 2)
+    logits, values = net(torch.randn(8, 4))
+    values.square().sum().backward()
+    critic = {id(p) for p in net.value.parameters()}
+    reached = {id(p) for p in net.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert reached == critic
+    assert logits.shape == (8, 2) and values.shape == (8,)
