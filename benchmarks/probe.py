@@ -9,7 +9,8 @@ transitions per second: the bound the trainer is measured against.
 Each stage is timed in several short rounds, interleaved with the others, and its median
 round is kept: on this shared machine one stage's 2-second readings ranged from 816 to
 1,068 samples/s within half a minute, and the trainer's window sees the machine's typical
-speed, not its best burst or worst dip.
+speed, not its best burst or worst dip. The benchmark takes half the rounds before the
+trainer's window and half after it, for the same reason.
 """
 from __future__ import annotations
 
@@ -72,36 +73,52 @@ def _random_observations(env_info, batch: int) -> np.ndarray:
     return np.random.default_rng(0).normal(size=shape).astype(env_info.observation_dtype)
 
 
-def probe_limits(env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,
-                 rounds: int = 5) -> dict:
-    """Per-core rates of the three stages (one thread each, median of ``rounds`` interleaved
-    rounds of ``seconds``) and the bound they imply."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    env_step, close_envs = env_stage(env_id, child_batch)
-    stages = [(env_step, child_batch), (inference_stage(env_id, child_batch), child_batch),
-              (training_stage(env_id, learner_batch), learner_batch)]
-    readings: list[list[float]] = [[] for _ in stages]
-    try:
-        for _ in range(rounds):
-            for (work, items), stage_readings in zip(stages, readings):
-                stage_readings.append(_rate(work, items, seconds))
-    finally:
-        close_envs()
-        torch.set_num_threads(threads)
-    env_rate, inference_rate, training_rate = (float(np.median(rates)) for rates in readings)
-    cores = os.cpu_count() or 1
-    core_seconds = 1 / env_rate + 1 / inference_rate + 1 / training_rate
-    return {
-        "cores": cores,
-        "env_steps_per_second_per_core": env_rate,
-        "inference_samples_per_second_per_core": inference_rate,
-        "inference_batch": child_batch,
-        "training_samples_per_second_per_core": training_rate,
-        "training_batch": learner_batch,
-        "rounds": rounds,
-        "stage_readings": readings,
-        "seconds_per_round": seconds,
-        "core_ms_per_transition": core_seconds * 1e3,
-        "bound_transitions_per_second": cores / core_seconds,
-    }
+class LimitProbe:
+    """The three stages, kept built so that rounds can be taken before and after the window
+    the bound is compared with: the bound then reflects the machine's speed on both sides of
+    that window, not only before it (its speed drifted by 15-25% within minutes today)."""
+
+    def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0):
+        self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            env_step, self._close_envs = env_stage(env_id, child_batch)
+            self._stages = [(env_step, child_batch), (inference_stage(env_id, child_batch), child_batch),
+                            (training_stage(env_id, learner_batch), learner_batch)]
+        finally:
+            torch.set_num_threads(threads)
+        self.readings: list[list[float]] = [[] for _ in self._stages]
+
+    def measure(self, rounds: int) -> None:
+        """``rounds`` more interleaved rounds of every stage, one thread each."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for _ in range(rounds):
+                for (work, items), stage_readings in zip(self._stages, self.readings):
+                    stage_readings.append(_rate(work, items, self.seconds))
+        finally:
+            torch.set_num_threads(threads)
+
+    def close(self) -> None:
+        self._close_envs()
+
+    def limits(self) -> dict:
+        """Per-core rates of the stages (median of all rounds so far) and the bound they imply."""
+        env_rate, inference_rate, training_rate = (float(np.median(rates)) for rates in self.readings)
+        cores = os.cpu_count() or 1
+        core_seconds = 1 / env_rate + 1 / inference_rate + 1 / training_rate
+        return {
+            "cores": cores,
+            "env_steps_per_second_per_core": env_rate,
+            "inference_samples_per_second_per_core": inference_rate,
+            "inference_batch": self.child_batch,
+            "training_samples_per_second_per_core": training_rate,
+            "training_batch": self.learner_batch,
+            "rounds": len(self.readings[0]),
+            "stage_readings": self.readings,
+            "seconds_per_round": self.seconds,
+            "core_ms_per_transition": core_seconds * 1e3,
+            "bound_transitions_per_second": cores / core_seconds,
+        }

@@ -10,7 +10,7 @@ def _row(*cells: object) -> str:
 
 def _probe_section(probe: dict) -> list[str]:
     return [
-        "### Machine limit (one thread per stage, median of interleaved rounds)", "",
+        "### Machine limit (one thread per stage, median of interleaved rounds, half of them before the Pong window and half after)", "",
         _row("stage", "per core per second"), _row("-", "-"),
         _row("Pong env steps (native vector env, preprocessing included)",
              f"{probe['env_steps_per_second_per_core']:,.0f}"),

@@ -25,13 +25,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from a3c.config import ATARI_PRESET
 from a3c.load import read_progress, window_rates
-from benchmarks.probe import probe_limits
+from benchmarks.probe import LimitProbe
 from benchmarks.report import markdown_report, plot_cartpole
 from benchmarks.steal import StealMeter
 
@@ -216,6 +217,43 @@ def machine() -> dict:
             "platform": platform.platform(), "versions": versions}
 
 
+PROBE_ROUNDS = 6
+"""Probe rounds per stage: half before the Pong window and half after it when Pong runs."""
+
+
+def measured_rounds(probe: LimitProbe, rounds: int) -> float | None:
+    """Take ``rounds`` probe rounds; the CPU steal they ran under."""
+    with StealMeter() as steal:
+        probe.measure(rounds)
+    return steal.fraction
+
+
+def probe_around_pong(probe: LimitProbe | None, with_pong: bool, run_pong: Callable[[], dict],
+                      rounds: int = PROBE_ROUNDS) -> dict:
+    """The probe's limits ("probe") with half its rounds before the trainer's Pong window
+    ("ours") and half after it, so the bound sees the machine on both sides of the window it
+    is compared with; all rounds at once when Pong does not run. Closes the probe."""
+    results: dict = {}
+    try:
+        steals = []
+        if probe is not None:
+            steals.append(measured_rounds(probe, rounds // 2 if with_pong else rounds))
+        if with_pong:
+            with StealMeter() as steal:
+                results["ours"] = run_pong()
+            results["ours"]["cpu_steal"] = steal.fraction
+        if probe is not None and with_pong:
+            steals.append(measured_rounds(probe, rounds - rounds // 2))
+        if probe is not None:
+            # the parts take equally long, so the plain mean is the steal over all rounds
+            steal_known = None not in steals
+            results["probe"] = probe.limits() | {"cpu_steal": statistics.fmean(steals) if steal_known else None}
+    finally:
+        if probe is not None:
+            probe.close()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
@@ -239,17 +277,17 @@ def main(argv: list[str] | None = None) -> int:
         print('SB3 comparison skipped: stable-baselines3 is not installed (pip install -e ".[bench]")')
     results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                      "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
-    if "probe" in parts:
-        with StealMeter() as steal:
-            results["probe"] = probe_limits(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size)
-        results["probe"]["cpu_steal"] = steal.fraction
+    probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size) if "probe" in parts else None
+    bracketed = probe_around_pong(probe, "pong" in parts,
+                                  lambda: run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args)))
+    if "probe" in bracketed:
+        results["probe"] = bracketed["probe"]
         print(json.dumps(results["probe"], indent=1), flush=True)
     if "pong" in parts:
-        with StealMeter() as steal:
-            ours = run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args))
-        ours["cpu_steal"] = steal.fraction
+        ours = bracketed["ours"]
         results["pong"] = {"ours": ours}
         print("ours:", json.dumps(ours, indent=1), flush=True)
+    if "pong" in parts:
         if "probe" in results:
             results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
                                                     / results["probe"]["bound_transitions_per_second"])
