@@ -1,15 +1,25 @@
-"""The worker pool: the only place that knows about processes, the queue and the slots.
+"""The worker pool: the only place that knows about processes, the queues and the slots.
 
 The learner sees four calls: ``start``, ``get`` (which never blocks for long and raises
 WorkerDied when a child is gone), ``restart`` (a fresh child in a dead one's place) and
 ``close`` (ordered shutdown). Another transport (Ray actors, another host) can stand
 behind the same calls.
+
+Each child writes its own bounded queue. An ``mp.Queue`` shared by several writers holds
+one cross-process write lock while a child's feeder thread sends; a child SIGKILLed at
+that moment keeps it locked for good, and every other child (its own replacement included)
+then blocks on it forever: seen in 1 of about 20 runs of the restart test. A child's own
+queue is dropped with it and a restarted child gets a new one. The learner waits on all
+the queues' read ends at once.
 """
 from __future__ import annotations
 
+import collections
+import math
 import queue
 import time
 from collections.abc import Callable
+from multiprocessing.connection import wait
 from typing import Any
 
 import torch
@@ -48,7 +58,10 @@ class WorkerPool:
         self._context = mp.get_context("spawn")
         self._target = target
         self._args = args
-        self.messages = self._context.Queue(maxsize=queue_capacity)
+        self._queue_capacity = math.ceil(queue_capacity / processes)
+        self._queues: list = [None] * processes
+        self._next_queue = 0
+        self._salvaged: collections.deque = collections.deque()
         self.stop_event = self._context.Event()
         self._base_seed = base_seed
         self._slot_layout = slot_layout
@@ -67,7 +80,8 @@ class WorkerPool:
 
     def _start(self, worker_id: int) -> None:
         incarnation = self._incarnations[worker_id]
-        channel = ChildChannel(worker_id, incarnation, self.messages, self.stop_event,
+        self._queues[worker_id] = self._context.Queue(maxsize=self._queue_capacity)
+        channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event,
                                self._slots[worker_id],
                                self._context.BoundedSemaphore(self._slot_layout.slots),
                                self._wait_seconds[worker_id])
@@ -82,20 +96,30 @@ class WorkerPool:
     def restart(self, worker_id: int) -> None:
         """Replace a dead child with a fresh one: new envs, next seed, its own slots reused.
 
-        Messages still queued from the dead child that name a slot are dropped, since the
-        new child writes over those slots; its finished episodes are still delivered.
+        A child that exited by itself flushed its queue on the way out: its records that
+        name a slot are dropped (the new child writes over those slots), the rest (finished
+        episodes, its crash report) are kept for ``get``. A child killed by a signal may
+        have left a torn message, which would block the read, so its queue goes unread.
         """
         process = self._processes[worker_id]
         process.join(timeout=1.0)
         if process.is_alive():
             process.kill()
             process.join(timeout=5.0)
+        if process.exitcode is not None and process.exitcode >= 0:
+            self._salvaged.extend(message for message in self._drain(self._queues[worker_id])
+                                  if not isinstance(message, (SlotTransitions, SlotGradients)))
+        self._discard_queue(self._queues[worker_id])
         self._incarnations[worker_id] += 1
         self._start(worker_id)
 
     def child_wait_seconds(self) -> float:
         """Seconds all children together have spent blocked on a full channel so far."""
         return float(sum(float(seconds) for seconds in self._wait_seconds))
+
+    def queued(self) -> int:
+        """Messages waiting in all the children's queues (approximate, as ``qsize`` is)."""
+        return sum(messages.qsize() for messages in self._queues if messages is not None)
 
     @property
     def pids(self) -> list[int]:
@@ -112,9 +136,8 @@ class WorkerPool:
         if now >= self._next_liveness_check:
             self._next_liveness_check = now + LIVENESS_CHECK_SECONDS
             self.check_alive()
-        try:
-            message = self.messages.get(timeout=timeout)
-        except queue.Empty:
+        message = self._salvaged.popleft() if self._salvaged else self._next_message(timeout)
+        if message is None:
             self.check_alive()
             return None
         current = self._incarnations[message.worker_id]
@@ -125,6 +148,22 @@ class WorkerPool:
             process.join(timeout=5.0)
             raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
         return message
+
+    def _next_message(self, timeout: float) -> Any | None:
+        """One message from the first ready queue, taking the queues in turn so that no
+        child's messages wait behind another's; None after ``timeout`` with none ready."""
+        # an mp.Queue's read end is a Connection, which connection.wait can watch
+        readers = {messages._reader: messages for messages in self._queues}
+        ready = wait(list(readers), timeout=timeout)
+        for offset in range(len(self._queues)):
+            messages = self._queues[(self._next_queue + offset) % len(self._queues)]
+            if messages._reader in ready:
+                self._next_queue = (self._next_queue + offset + 1) % len(self._queues)
+                try:
+                    return messages.get_nowait()
+                except queue.Empty:  # another reader cannot exist; a partial message can
+                    continue
+        return None
 
     def check_alive(self) -> None:
         for worker_id, process in enumerate(self._processes):
@@ -149,7 +188,8 @@ class WorkerPool:
         self.stop_event.set()
         deadline = time.monotonic() + join_timeout
         while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):
-            self._drain()
+            for messages in self._queues:
+                self._drain(messages)
             for process in self._processes:
                 if process is not None:
                     process.join(timeout=0.05)
@@ -157,13 +197,21 @@ class WorkerPool:
         for process in self._processes:
             if process is not None:
                 process.join(timeout=5.0)
-        self._drain()
-        self.messages.close()
-        self.messages.cancel_join_thread()
+        for messages in self._queues:  # unread: a killed straggler may have torn a message
+            if messages is not None:
+                self._discard_queue(messages)
 
-    def _drain(self) -> None:
+    @staticmethod
+    def _drain(messages: Any) -> list:
+        """Everything queued now; a child cannot exit while its feeder still holds data."""
+        drained = []
         try:
             while True:
-                self.messages.get_nowait()
+                drained.append(messages.get_nowait())
         except (queue.Empty, OSError, EOFError):
-            return
+            return drained
+
+    @staticmethod
+    def _discard_queue(messages: Any) -> None:
+        messages.close()
+        messages.cancel_join_thread()

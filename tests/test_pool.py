@@ -63,12 +63,12 @@ def test_queue_bound_holds_and_child_waits_with_flat_memory(pool_factory):
     time.sleep(1.0)
     rss_before = child.memory_info().rss
     time.sleep(2.0)
-    assert pool.messages.qsize() <= capacity
+    assert pool.queued() <= capacity
     assert child.is_running()
     assert child.memory_info().rss - rss_before < 5 * 2**20
     pool.get(timeout=1.0)  # room for one more: the waiting child fills it again
     time.sleep(0.5)
-    assert pool.messages.qsize() <= capacity
+    assert pool.queued() <= capacity
 
 
 def test_close_stops_children_blocked_on_a_full_queue(pool_factory):
