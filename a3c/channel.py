@@ -93,7 +93,7 @@ class ChildChannel:
         if slot is None:
             return False
         in_transit = dataclasses.replace(batch, states=None)
-        return self.put(SlotTransitions(self.worker_id, self.incarnation, slot, in_transit, policy_version))
+        return self.put(SlotTransitions(self.worker_id, slot, in_transit, policy_version))
 
     def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
                      loss: LossStats) -> bool:
@@ -101,7 +101,7 @@ class ChildChannel:
         slot = self._fill_slot(gradient[None])
         if slot is None:
             return False
-        return self.put(SlotGradients(self.worker_id, self.incarnation, slot, policy_version,
+        return self.put(SlotGradients(self.worker_id, slot, policy_version,
                                       transitions, loss))
 
     def _fill_slot(self, rows: np.ndarray) -> int | None:

@@ -30,13 +30,11 @@ class Transitions:
 class SlotTransitions:
     """Transitions in transit: ``batch.states`` is None, its rows are in ``slot``.
 
-    ``incarnation`` tells a restarted child's messages from its predecessor's, whose slots
-    the new child reuses; ``policy_version`` is the optimizer step of the weights that chose
-    the oldest action in the batch.
+    ``policy_version`` is the optimizer step of the weights that chose the oldest action in
+    the batch. No incarnation is needed: a dead child's records go with its queue.
     """
 
     worker_id: int
-    incarnation: int
     slot: int
     batch: TransitionBatch
     policy_version: int
@@ -60,7 +58,6 @@ class SlotGradients:
     """A gradient in transit: the vector is in ``slot``; the rest is as in ``Gradients``."""
 
     worker_id: int
-    incarnation: int
     slot: int
     policy_version: int
     transitions: int

@@ -140,10 +140,10 @@ class WorkerPool:
         if message is None:
             self.check_alive()
             return None
-        current = self._incarnations[message.worker_id]
+        # a dead child's slot records went with its queue, so every slot record is current
         if isinstance(message, (SlotTransitions, SlotGradients)):
-            return self._channels[message.worker_id].take(message) if message.incarnation == current else None
-        if isinstance(message, WorkerCrashed) and message.incarnation == current:
+            return self._channels[message.worker_id].take(message)
+        if isinstance(message, WorkerCrashed) and message.incarnation == self._incarnations[message.worker_id]:
             process = self._processes[message.worker_id]
             process.join(timeout=5.0)
             raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
@@ -153,8 +153,7 @@ class WorkerPool:
         """One message from the first ready queue, taking the queues in turn so that no
         child's messages wait behind another's; None after ``timeout`` with none ready."""
         # an mp.Queue's read end is a Connection, which connection.wait can watch
-        readers = {messages._reader: messages for messages in self._queues}
-        ready = wait(list(readers), timeout=timeout)
+        ready = wait([messages._reader for messages in self._queues], timeout=timeout)
         for offset in range(len(self._queues)):
             messages = self._queues[(self._next_queue + offset) % len(self._queues)]
             if messages._reader in ready:
@@ -189,7 +188,8 @@ class WorkerPool:
         deadline = time.monotonic() + join_timeout
         while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):
             for messages in self._queues:
-                self._drain(messages)
+                if messages is not None:
+                    self._drain(messages)
             for process in self._processes:
                 if process is not None:
                     process.join(timeout=0.05)
