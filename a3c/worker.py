@@ -6,20 +6,17 @@ import os
 import signal
 import sys
 import traceback
-from collections import deque
 
-import numpy as np
 import torch
 from torch import nn
 
+from a3c.actor import VectorActor
 from a3c.channel import ChildChannel
 from a3c.config import Config
 from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.batch import TransitionBuffer
-from lib.envs import make_vector_env
-from lib.experience import NStepAccumulator, TransitionBatch
-from lib.models import evaluate, sample_actions
+from lib.experience import TransitionBatch
 
 
 def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: torch.Tensor,
@@ -92,54 +89,23 @@ class GradientSender:
 
 def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel,
             seed: int) -> None:
-    """Act, accumulate n-step transitions, and send them (or their gradients) until told to
-    stop or orphaned.
-
-    One forward pass per vector step serves twice: its logits choose the next actions and
-    its values are V(last state) for the transitions that end on these observations.
-    """
+    """Act and send the transitions (or their gradients) and finished episodes until told
+    to stop or orphaned."""
     parent_pid = os.getppid()
-    device = next(net.parameters()).device
     torch.manual_seed(seed)
     if config.mode == "grads":
-        sender = GradientSender(config, net, policy_version, channel, device)
+        sender = GradientSender(config, net, policy_version, channel, next(net.parameters()).device)
     else:
         sender = TransitionSender(net, policy_version, channel)
-    envs = make_vector_env(config.env_id, config.envs_per_process)
-    accumulator = NStepAccumulator(config.envs_per_process, config.reward_steps, config.gamma,
-                                   envs.metadata["autoreset_mode"])
-    acting_versions: deque[int] = deque(maxlen=config.reward_steps)
-    observations, _ = envs.reset(seed=seed)
-    logits, _ = evaluate(sender.acting_net, torch.as_tensor(observations).to(device))
+    actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
+                        sender.acting_net, seed)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
-            acting_versions.append(sender.acting_version())
-            actions = sample_actions(logits).cpu().numpy()
-            next_observations, rewards, terminated, truncated, infos = envs.step(actions)
-            logits, next_values = evaluate(sender.acting_net, torch.as_tensor(next_observations).to(device))
-            batch, episodes = accumulator.step(
-                observations, actions, rewards, terminated, truncated, next_observations, infos,
-                next_values=next_values.cpu().numpy(),
-                final_values=None if accumulator.next_step_reset
-                else _final_values(sender.acting_net, truncated, infos, device),
-            )
-            if batch is not None and not sender.send(batch, acting_versions[0]):
+            step = actor.step(sender.acting_version())
+            if step.batch is not None and not sender.send(step.batch, step.policy_version):
                 return
-            for episode in episodes:
+            for episode in step.episodes:
                 if not channel.put(EpisodeEnded(channel.worker_id, episode)):
                     return
-            observations = next_observations
     finally:
-        envs.close()
-
-
-def _final_values(net: nn.Module, truncated: np.ndarray, infos: dict, device: torch.device) -> np.ndarray | None:
-    """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""
-    rows = np.flatnonzero(truncated)
-    if not len(rows):
-        return None
-    final_observations = np.stack([infos["final_obs"][row] for row in rows])
-    _, values = evaluate(net, torch.as_tensor(final_observations).to(device))
-    final_values = np.zeros(len(truncated), dtype=np.float32)
-    final_values[rows] = values.cpu().numpy()
-    return final_values
+        actor.close()

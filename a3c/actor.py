@@ -1,0 +1,78 @@
+"""Acting: step a vector env with a net and turn the steps into n-step transitions.
+
+Kept apart from how its output travels (``a3c.worker`` sends it through the child's
+channel), so that another host of actors (a Ray actor, an off-policy actor filling a replay
+buffer) steps envs with the same code.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from lib.envs import make_vector_env
+from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
+from lib.models import evaluate, sample_actions
+
+
+@dataclass
+class ActorStep:
+    """What one vector step produced. ``policy_version`` is the optimizer step of the weights
+    that chose the oldest action in ``batch``."""
+
+    batch: TransitionBatch | None
+    policy_version: int
+    episodes: list[EpisodeResult] = field(default_factory=list)
+
+
+class VectorActor:
+    """Acts in ``num_envs`` lockstep envs with ``net``, one forward pass per vector step.
+
+    That pass serves twice: its logits choose the next actions and its values are
+    V(last state) for the transitions that end on these observations, so the learner needs
+    no second forward pass and last states never travel between processes.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
+                 seed: int):
+        self.net = net
+        self.device = next(net.parameters()).device
+        self.envs = make_vector_env(env_id, num_envs)
+        self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
+                                            self.envs.metadata["autoreset_mode"])
+        self._acting_versions: deque[int] = deque(maxlen=reward_steps)
+        self._observations, _ = self.envs.reset(seed=seed)
+        self._logits, _ = self._evaluate(self._observations)
+
+    def _evaluate(self, observations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        return evaluate(self.net, torch.as_tensor(observations).to(self.device))
+
+    def step(self, acting_version: int) -> ActorStep:
+        """One vector step; ``acting_version`` is the optimizer step of the net's weights now."""
+        self._acting_versions.append(acting_version)
+        actions = sample_actions(self._logits).cpu().numpy()
+        next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
+        self._logits, next_values = self._evaluate(next_observations)
+        batch, episodes = self.accumulator.step(
+            self._observations, actions, rewards, terminated, truncated, next_observations, infos,
+            next_values=next_values.cpu().numpy(),
+            final_values=None if self.accumulator.next_step_reset else self._final_values(truncated, infos),
+        )
+        self._observations = next_observations
+        return ActorStep(batch, self._acting_versions[0], episodes)
+
+    def _final_values(self, truncated: np.ndarray, infos: dict) -> np.ndarray | None:
+        """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""
+        rows = np.flatnonzero(truncated)
+        if not len(rows):
+            return None
+        _, values = self._evaluate(np.stack([infos["final_obs"][row] for row in rows]))
+        final_values = np.zeros(len(truncated), dtype=np.float32)
+        final_values[rows] = values.cpu().numpy()
+        return final_values
+
+    def close(self) -> None:
+        self.envs.close()
