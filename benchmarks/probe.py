@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -73,6 +74,17 @@ def _random_observations(env_info, batch: int) -> np.ndarray:
     return np.random.default_rng(0).normal(size=shape).astype(env_info.observation_dtype)
 
 
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """torch on one thread inside, as each stage runs in the trainer; the caller's count after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 class LimitProbe:
     """The three stages, kept built so that rounds can be taken before and after the window
     the bound is compared with: the bound then reflects the machine's speed on both sides of
@@ -80,26 +92,18 @@ class LimitProbe:
 
     def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0):
         self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with _one_thread():
             env_step, self._close_envs = env_stage(env_id, child_batch)
             self._stages = [(env_step, child_batch), (inference_stage(env_id, child_batch), child_batch),
                             (training_stage(env_id, learner_batch), learner_batch)]
-        finally:
-            torch.set_num_threads(threads)
         self.readings: list[list[float]] = [[] for _ in self._stages]
 
     def measure(self, rounds: int) -> None:
         """``rounds`` more interleaved rounds of every stage, one thread each."""
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with _one_thread():
             for _ in range(rounds):
                 for (work, items), stage_readings in zip(self._stages, self.readings):
                     stage_readings.append(_rate(work, items, self.seconds))
-        finally:
-            torch.set_num_threads(threads)
 
     def close(self) -> None:
         self._close_envs()

@@ -287,7 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         ours = bracketed["ours"]
         results["pong"] = {"ours": ours}
         print("ours:", json.dumps(ours, indent=1), flush=True)
-    if "pong" in parts:
         if "probe" in results:
             results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
                                                     / results["probe"]["bound_transitions_per_second"])
