@@ -5,6 +5,7 @@ import torch
 import a3c.cli
 from a3c.config import (
     ATARI_PRESET,
+    CORES,
     VECTOR_PRESET,
     atari_preset,
     grads_layout,
@@ -99,7 +100,16 @@ def test_default_queue_holds_two_learner_batches():
     assert parse_config(["-n", "q", "--queue-size", "5"]).queue_capacity == 5
 
 
-def test_grads_mode_gives_the_children_every_core_with_the_same_envs():
-    layout = grads_layout(atari_preset(2), cores=2)
+def test_grads_mode_gives_the_children_every_core():
+    layout = grads_layout(atari_preset(2), cores=2, envs_in_total=32)
     assert (layout.processes, layout.envs_per_process) == (2, 16)
-    assert grads_layout(atari_preset(16), cores=16).processes == 16
+    assert grads_layout(atari_preset(16), cores=16, envs_in_total=96).processes == 16
+
+
+@pytest.mark.parametrize("env, share_of_data_envs", [("PongNoFrameskip-v4", 1), ("CartPole-v1", 2)])
+def test_grads_mode_keeps_atari_envs_and_halves_vector_envs(env, share_of_data_envs):
+    data = parse_config(["-n", "g", "--env", env])
+    grads = parse_config(["-n", "g", "--env", env, "--mode", "grads"])
+    assert grads.processes == CORES
+    data_envs = data.processes * data.envs_per_process
+    assert grads.envs_per_process == max(1, data_envs // share_of_data_envs // CORES)
