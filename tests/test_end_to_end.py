@@ -50,9 +50,10 @@ def scalars(run_dir: Path) -> EventAccumulator:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("mode, budget", [("data", 100_000), ("grads", 150_000)])
+@pytest.mark.parametrize("mode, budget", [("data", 200_000), ("grads", 150_000)])
 def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
-    # grads mode sums two children's 128-transition gradients per step: half the steps per frame
+    # grads mode sums two children's 128-transition gradients per step: half the steps per frame;
+    # data mode's budget lasts past the first progress line (printed every 5 s) at 20k frames/s
     result, descendants = run_trainer(
         ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
          "--logdir", str(tmp_path), "--mode", mode, "--stop-reward", "1e9"], timeout=240)
@@ -62,7 +63,7 @@ def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "frame_budget" and summary["frames"] >= budget
-    # random play averages about 22; after 100k frames a learning agent is far above it
+    # random play averages about 22; after the budget a learning agent is far above it
     assert summary["mean_reward_100"] > 3 * RANDOM_CARTPOLE_RETURN, result.stdout
     assert "mean-100 reward" in result.stdout and "frames/s" in result.stdout
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")

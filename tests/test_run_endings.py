@@ -125,8 +125,8 @@ def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(tmp_path):
 @pytest.mark.parametrize("mode", MODES)
 def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode):
     process, children = start_trainer(["-n", "restart", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                                       "--stop-reward", "1e9", "--max-frames", "40000", "--mode", mode])
-    time.sleep(2.0)
+                                       "--stop-reward", "1e9", "--max-frames", "200000", "--mode", mode])
+    time.sleep(2.0)  # the budget lasts several seconds past this at 20k frames/s
     killed = time.monotonic()
     os.kill(children[0], signal.SIGKILL)
     output, _ = process.communicate(timeout=90)
@@ -134,7 +134,7 @@ def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode):
     assert "worker 0 died with exit code -9; restarting it (1 of 3 restarts)" in output
     summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
     assert summary["reason"] == "frame_budget" and summary["worker_restarts"] == 1
-    assert summary["frames"] >= 40000
+    assert summary["frames"] >= 200000
     assert time.monotonic() - killed < 60
     assert alive(children) == []
 
