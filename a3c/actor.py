@@ -33,12 +33,14 @@ class VectorActor:
 
     That pass serves twice: its logits choose the next actions and its values are
     V(last state) for the transitions that end on these observations, so the learner needs
-    no second forward pass and last states never travel between processes.
+    no second forward pass and last states never travel between processes. ``bf16`` runs it
+    under bfloat16 autocast (``evaluate``).
     """
 
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
-                 seed: int):
+                 seed: int, bf16: bool = False):
         self.net = net
+        self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs)
         self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
@@ -48,7 +50,7 @@ class VectorActor:
         self._logits, _ = self._evaluate(self._observations)
 
     def _evaluate(self, observations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        return evaluate(self.net, torch.as_tensor(observations).to(self.device))
+        return evaluate(self.net, torch.as_tensor(observations).to(self.device), self.bf16)
 
     def step(self, acting_version: int) -> ActorStep:
         """One vector step; ``acting_version`` is the optimizer step of the net's weights now."""

@@ -102,7 +102,7 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
     else:
         sender = TransitionSender(net, policy_version, channel)
     actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
-                        sender.acting_net, seed)
+                        sender.acting_net, seed, config.bf16)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
             step = actor.step(sender.acting_version())

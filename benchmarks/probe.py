@@ -45,19 +45,19 @@ def env_stage(env_id: str, num_envs: int) -> tuple[Callable[[], object], Callabl
     return lambda: envs.step(envs.action_space.sample()), envs.close
 
 
-def inference_stage(env_id: str, batch: int) -> Callable[[], object]:
+def inference_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
     """One acting forward pass at the children's batch size."""
     env_info = describe_env(env_id)
     net = build_net(env_info)
     observations = torch.as_tensor(_random_observations(env_info, batch))
-    return lambda: evaluate(net, observations)
+    return lambda: evaluate(net, observations, bf16)
 
 
-def training_stage(env_id: str, batch: int) -> Callable[[], object]:
+def training_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
     """One learner step (forward, loss, backward, clip, Adam) at the learner's batch size."""
     env_info = describe_env(env_id)
     learner = Learner(build_net(env_info), lr=1e-4, adam_eps=1e-3, gamma=0.99, entropy_beta=0.01,
-                      clip_grad=0.1, device="cpu")
+                      clip_grad=0.1, device="cpu", bf16=bf16)
     rng = np.random.default_rng(0)
     transitions = TransitionBatch(
         states=_random_observations(env_info, batch),
@@ -88,14 +88,18 @@ def _one_thread() -> Iterator[None]:
 class LimitProbe:
     """The three stages, kept built so that rounds can be taken before and after the window
     the bound is compared with: the bound then reflects the machine's speed on both sides of
-    that window, not only before it (its speed drifted by 15-25% within minutes today)."""
+    that window, not only before it (its speed drifted by 15-25% within minutes today).
+    ``bf16`` probes inference and training under bfloat16 autocast, as ``--bf16`` runs them."""
 
-    def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0):
+    def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,
+                 bf16: bool = False):
         self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
+        self.bf16 = bf16
         with _one_thread():
             env_step, self._close_envs = env_stage(env_id, child_batch)
-            self._stages = [(env_step, child_batch), (inference_stage(env_id, child_batch), child_batch),
-                            (training_stage(env_id, learner_batch), learner_batch)]
+            self._stages = [(env_step, child_batch),
+                            (inference_stage(env_id, child_batch, bf16), child_batch),
+                            (training_stage(env_id, learner_batch, bf16), learner_batch)]
         self.readings: list[list[float]] = [[] for _ in self._stages]
 
     def measure(self, rounds: int) -> None:
@@ -120,6 +124,7 @@ class LimitProbe:
             "inference_batch": self.child_batch,
             "training_samples_per_second_per_core": training_rate,
             "training_batch": self.learner_batch,
+            "bf16": self.bf16,
             "rounds": len(self.readings[0]),
             "stage_readings": self.readings,
             "seconds_per_round": self.seconds,

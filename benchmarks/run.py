@@ -3,6 +3,7 @@
     python -m benchmarks.run                 # everything, about 25 minutes on 2 cores
     python -m benchmarks.run --quick         # shorter windows, one CartPole seed
     python -m benchmarks.run --only pong --trainer-args="--processes 2 --envs-per-process 16"
+    python -m benchmarks.run --only probe --only pong --bf16   # bfloat16 acting and training
 
 In one run on this machine: (1) probe the per-core rates and the bound they imply;
 (2) run the trainer on Pong for a window after warm-up and report trained transitions/s,
@@ -265,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
     parser.add_argument("--seeds", type=int, default=None, help="CartPole seeds")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
+    parser.add_argument("--bf16", action="store_true",
+                        help="probe and run Pong with --bf16 (bfloat16 acting and training)")
     parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
     parser.add_argument("--docs", action="store_true", help="rewrite docs/benchmarks.md from this run")
     args = parser.parse_args(argv)
@@ -277,9 +280,12 @@ def main(argv: list[str] | None = None) -> int:
         print('SB3 comparison skipped: stable-baselines3 is not installed (pip install -e ".[bench]")')
     results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                      "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
-    probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size) if "probe" in parts else None
+    probe = None
+    if "probe" in parts:
+        probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size, bf16=args.bf16)
+    trainer_args = [*shlex.split(args.trainer_args), *(["--bf16"] if args.bf16 else [])]
     bracketed = probe_around_pong(probe, "pong" in parts,
-                                  lambda: run_ours_window(PONG, warmup, window, shlex.split(args.trainer_args)))
+                                  lambda: run_ours_window(PONG, warmup, window, trainer_args))
     if "probe" in bracketed:
         results["probe"] = bracketed["probe"]
         print(json.dumps(results["probe"], indent=1), flush=True)

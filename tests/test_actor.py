@@ -12,10 +12,10 @@ from lib.models import build_net
 COUNTING = "tests.toy_envs:Counting-v0"
 
 
-def counting_actor() -> VectorActor:
+def counting_actor(bf16: bool = False) -> VectorActor:
     torch.manual_seed(0)
     net = build_net(describe_env(COUNTING))
-    return VectorActor(COUNTING, num_envs=2, reward_steps=3, gamma=0.5, net=net, seed=0)
+    return VectorActor(COUNTING, num_envs=2, reward_steps=3, gamma=0.5, net=net, seed=0, bf16=bf16)
 
 
 def test_steps_give_n_step_transitions_with_the_version_that_chose_their_first_action():
@@ -50,3 +50,15 @@ def test_bootstrap_values_come_from_the_acting_pass():
         _, expected_value = actor.net(torch.tensor([[3.0]]))
     assert not step.batch.dones.any() and step.batch.last_states is None
     np.testing.assert_allclose(step.batch.last_values, [float(expected_value)] * 2, rtol=1e-6)
+
+
+def test_bf16_actor_runs_its_acting_pass_in_bfloat16_and_hands_out_float32_values():
+    actor = counting_actor(bf16=True)
+    layer_outputs = []
+    actor.net.value[0].register_forward_hook(lambda _, __, output: layer_outputs.append(output.dtype))
+    try:
+        steps = [actor.step(acting_version=0) for _ in range(3)]
+    finally:
+        actor.close()
+    assert layer_outputs and set(layer_outputs) == {torch.bfloat16}
+    assert steps[-1].batch.last_values.dtype == np.float32

@@ -89,11 +89,12 @@ def test_cartpole_stops_at_the_reward_bound(tmp_path):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("mode", ["data", "grads"])
-def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode):
+# grads mode runs with --bf16: its children act and compute gradients under bfloat16 autocast
+@pytest.mark.parametrize("mode, precision", [("data", []), ("grads", ["--bf16"])])
+def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode, precision):
     result, descendants = run_trainer(
         ["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
-         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode], timeout=240)
+         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode, *precision], timeout=240)
     assert result.returncode == 0, result.stdout
     assert alive(descendants) == []
     run_dir = only_run_dir(tmp_path)

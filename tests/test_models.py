@@ -1,7 +1,7 @@
 """The nets' input handling and the children's action sampling."""
 import torch
 
-from lib.models import AtariA2C, MlpA2C, greedy_actions, sample_actions
+from lib.models import AtariA2C, MlpA2C, evaluate, greedy_actions, sample_actions
 
 
 def test_sampled_actions_follow_the_softmax_of_the_logits():
@@ -49,3 +49,18 @@ def test_mlp_critic_error_leaves_the_policy_untouched():
     reached = {id(p) for p in net.parameters() if p.grad is not None and p.grad.abs().sum() > 0}
     assert reached == critic
     assert logits.shape == (8, 2) and values.shape == (8,)
+
+
+def test_bf16_evaluation_is_float32_and_close_to_the_float32_pass():
+    torch.manual_seed(0)
+    net = AtariA2C((4, 84, 84), 6)
+    frames = torch.randint(0, 256, (8, 4, 84, 84), dtype=torch.uint8)
+    conv_outputs = []
+    net.conv[0].register_forward_hook(lambda _, __, output: conv_outputs.append(output.dtype))
+    logits, values = evaluate(net, frames)
+    mixed_logits, mixed_values = evaluate(net, frames, bf16=True)
+    assert conv_outputs == [torch.float32, torch.bfloat16]
+    assert mixed_logits.dtype == mixed_values.dtype == torch.float32
+    # bfloat16 keeps about 3 significant digits through the conv body
+    torch.testing.assert_close(mixed_logits, logits, rtol=0.05, atol=0.01)
+    torch.testing.assert_close(mixed_values, values, rtol=0.05, atol=0.01)
