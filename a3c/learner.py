@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 from lib.batch import TransitionBuffer, unpack_batch
 from lib.experience import TransitionBatch
 from lib.loss import a2c_loss
+from lib.models import forward
 
 
 class NonFiniteLoss(RuntimeError):
@@ -63,10 +64,8 @@ def loss_gradients(net: nn.Module, transitions: TransitionBatch, gamma: float, e
     stay float32): about twice the training rate on CPUs with AMX, slower on those without.
     """
     states, actions, reference_values = unpack_batch(transitions, net, gamma, device)
-    device_type = torch.device(device).type
-    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
-        logits, values = net(states)
-    terms = a2c_loss(logits.float(), values.float(), actions, reference_values, entropy_beta)
+    logits, values = forward(net, states, bf16)
+    terms = a2c_loss(logits, values, actions, reference_values, entropy_beta)
     net.zero_grad(set_to_none=True)
     terms.total.backward()
     return LossStats(
