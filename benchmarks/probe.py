@@ -6,6 +6,12 @@ Adam at its batch size). With the three costs in core-seconds, a pipeline that k
 every core busy on exactly that work trains at most ``cores / (sum of costs)``
 transitions per second: the bound the trainer is measured against.
 
+That bound lets any core do any stage. The trainer's processes cannot share work that way:
+a child steps and infers on its core, the learner trains on its own, and the slower side
+sets the pace. ``layout_cap`` gives that pace at the probed rates, so that a run below the
+bound shows how much of the gap is the stages' imbalance on this machine at that hour and
+how much the trainer's own.
+
 Each stage is timed in several short rounds, interleaved with the others, and its median
 round is kept: on this shared machine one stage's 2-second readings ranged from 816 to
 1,068 samples/s within half a minute, and the trainer's window sees the machine's typical
@@ -131,3 +137,14 @@ class LimitProbe:
             "core_ms_per_transition": core_seconds * 1e3,
             "bound_transitions_per_second": cores / core_seconds,
         }
+
+
+def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
+    """Most trained transitions/s that ``children`` one-core children and a learner on
+    ``learner_threads`` threads reach at the probed per-core rates: the slower side's rate.
+    The learner's rate is taken to scale with its threads, so with more than one it is an
+    upper bound."""
+    child_core_seconds = (1 / limits["env_steps_per_second_per_core"]
+                          + 1 / limits["inference_samples_per_second_per_core"])
+    return min(children / child_core_seconds,
+               learner_threads * limits["training_samples_per_second_per_core"])

@@ -23,8 +23,22 @@ def _probe_section(probe: dict) -> list[str]:
         "",
         (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms, so {probe['cores']} cores "
         f"train at most **{probe['bound_transitions_per_second']:,.0f} transitions/s**."), "",
+        *_layout_lines(probe),
         f"CPU steal during the probe: {_share(probe.get('cpu_steal'))}.", "",
     ]
+
+
+def _layout_lines(probe: dict) -> list[str]:
+    """The default layout's cap, where the run recorded it (older results did not)."""
+    if "layout_cap_transitions_per_second" not in probe:
+        return []
+    layout, cap = probe["layout"], probe["layout_cap_transitions_per_second"]
+    children = f"{layout['children']} child" + ("ren" if layout["children"] > 1 else "")
+    threads = f"{layout['learner_threads']} thread" + ("s" if layout["learner_threads"] > 1 else "")
+    return [(f"The default layout ({children}, each stepping and inferring on one core; the learner on "
+             f"{threads}) can reach at most {cap:,.0f} transitions/s at these rates, "
+             f"{cap / probe['bound_transitions_per_second']:.1%} of the bound: the slower side "
+             "sets the pace."), ""]
 
 
 def _share(fraction: float | None) -> str:
@@ -55,7 +69,9 @@ def _pong_section(pong: dict) -> list[str]:
         "",
     ]
     if "fraction_of_bound" in pong:
-        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**.")
+        of_cap = (f" ({pong['fraction_of_layout_cap']:.1%} of its layout's cap)"
+                  if "fraction_of_layout_cap" in pong else "")
+        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**{of_cap}.")
     if "ratio_to_sb3" in pong:
         lines.append(f"Throughput ratio to SB3 A2C: **{pong['ratio_to_sb3']:.2f}x**.")
     return [*lines, "", f"Trainer command: `{ours['command']}`", ""]

@@ -1,7 +1,8 @@
 """The benchmark's limit probe: its bound's arithmetic and its rounds around the Pong window."""
 import pytest
 
-from benchmarks.probe import LimitProbe
+from benchmarks.probe import LimitProbe, layout_cap
+from benchmarks.report import markdown_report
 from benchmarks.run import probe_around_pong
 
 CARTPOLE = "CartPole-v1"
@@ -45,3 +46,46 @@ def test_without_pong_every_round_is_taken_at_once(probe):
 
     results = probe_around_pong(probe, with_pong=False, run_pong=no_window, rounds=3)
     assert results["probe"]["rounds"] == 3 and "ours" not in results
+
+
+def _limits(env_rate: float, inference_rate: float, training_rate: float) -> dict:
+    return {"env_steps_per_second_per_core": env_rate,
+            "inference_samples_per_second_per_core": inference_rate,
+            "training_samples_per_second_per_core": training_rate}
+
+
+def test_layout_cap_is_the_slower_sides_rate():
+    # a child at 1 ms (env) + 0.5 ms (inference) a transition against a learner at 1.25 ms:
+    # the child sets the pace at 1 / 1.5 ms
+    limits = _limits(1000.0, 2000.0, 800.0)
+    assert layout_cap(limits, children=1, learner_threads=1) == pytest.approx(1000 / 1.5)
+    # two children outpace one learner thread, which then sets the pace
+    assert layout_cap(limits, children=2, learner_threads=1) == pytest.approx(800.0)
+    assert layout_cap(limits, children=2, learner_threads=2) == pytest.approx(2000 / 1.5)
+
+
+def test_one_child_and_one_learner_reach_the_two_core_bound_only_when_balanced():
+    for training_rate, share_of_bound in ((1000 / 1.5, 1.0), (1000.0, 2.5 / 3), (400.0, 4 / 5)):
+        limits = _limits(1000.0, 2000.0, training_rate)
+        two_core_bound = 2 / (1 / 1000 + 1 / 2000 + 1 / training_rate)
+        cap = layout_cap(limits, children=1, learner_threads=1)
+        assert cap / two_core_bound == pytest.approx(share_of_bound)
+
+
+def test_report_states_the_layout_cap_and_the_runs_share_of_it():
+    limits = _limits(1000.0, 2000.0, 800.0) | {
+        "inference_batch": 32, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
+        "bound_transitions_per_second": 2 / 2.75e-3, "cpu_steal": 0.0,
+        "layout": {"children": 1, "learner_threads": 1}, "layout_cap_transitions_per_second": 1000 / 1.5,
+    }
+    ours = {"transitions_per_second": 600.0, "frames_per_second": 2400.0, "learner_busy_fraction": 0.9,
+            "learner_wait_fraction": 0.1, "child_wait_seconds_per_second": 0.0, "policy_lag": 2.0,
+            "command": "run_a3c.py"}
+    results = {"command": "python -m benchmarks.run", "window_seconds": 60, "warmup_seconds": 30,
+               "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 1, "platform": "p", "versions": {}},
+               "probe": limits,
+               "pong": {"ours": ours, "fraction_of_bound": 600 / limits["bound_transitions_per_second"],
+                        "fraction_of_layout_cap": 600 / limits["layout_cap_transitions_per_second"]}}
+    report = markdown_report(results)
+    assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
+    assert "**82.5% of the probed bound** (90.0% of its layout's cap)" in report
