@@ -288,10 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                                   lambda: run_ours_window(PONG, warmup, window, trainer_args))
     if "probe" in bracketed:
         results["probe"] = bracketed["probe"]
-        results["probe"]["layout"] = {"children": ATARI_PRESET.processes,
-                                      "learner_threads": ATARI_PRESET.learner_threads}
-        results["probe"]["layout_cap_transitions_per_second"] = layout_cap(
-            results["probe"], ATARI_PRESET.processes, ATARI_PRESET.learner_threads)
+        layout = {"children": ATARI_PRESET.processes, "learner_threads": ATARI_PRESET.learner_threads}
+        results["probe"]["layout"] = layout
+        results["probe"]["layout_cap_transitions_per_second"] = layout_cap(results["probe"], **layout)
         print(json.dumps(results["probe"], indent=1), flush=True)
     if "pong" in parts:
         ours = bracketed["ours"]
@@ -300,9 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         if "probe" in results:
             results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
                                                     / results["probe"]["bound_transitions_per_second"])
-        if "probe" in results and not args.trainer_args:  # other flags may change the layout
-            results["pong"]["fraction_of_layout_cap"] = (
-                ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
+            if not args.trainer_args:  # other flags may change the layout
+                results["pong"]["fraction_of_layout_cap"] = (
+                    ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
         if with_sb3:
             n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process
             with StealMeter() as steal:
