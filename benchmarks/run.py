@@ -278,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     with_sb3 = not args.no_sb3 and sb3_available()
     if not args.no_sb3 and not with_sb3:
         print('SB3 comparison skipped: stable-baselines3 is not installed (pip install -e ".[bench]")')
+    out = ROOT / args.results
+    try:  # before any work: a folder that cannot be made would otherwise lose the whole run
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        parser.error(f"--results {args.results}: {error.strerror}")
     results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                      "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
     probe = None
@@ -318,8 +323,6 @@ def main(argv: list[str] | None = None) -> int:
         results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
     report = markdown_report(results)
     print(report)
-    out = ROOT / args.results
-    out.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (out / f"benchmark-{stamp}.json").write_text(json.dumps(results, indent=1) + "\n")
     if "cartpole" in results:

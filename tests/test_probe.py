@@ -1,6 +1,7 @@
 """The benchmark's limit probe: its bound's arithmetic and its rounds around the Pong window."""
 import pytest
 
+from benchmarks import run as benchmark_run
 from benchmarks.probe import LimitProbe, layout_cap
 from benchmarks.report import markdown_report
 from benchmarks.run import probe_around_pong
@@ -89,3 +90,14 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     report = markdown_report(results)
     assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
     assert "**82.5% of the probed bound** (90.0% of its layout's cap)" in report
+
+
+def test_a_results_folder_that_cannot_be_made_stops_the_run_before_the_probe(monkeypatch, capsys):
+    def no_probe(*args, **kwargs):
+        raise AssertionError("the probe ran")
+
+    monkeypatch.setattr(benchmark_run, "LimitProbe", no_probe)
+    with pytest.raises(SystemExit) as stopped:
+        benchmark_run.main(["--only", "probe", "--results", "/dev/null/results"])
+    assert stopped.value.code == 2
+    assert "--results /dev/null/results" in capsys.readouterr().err.strip().splitlines()[-1]
