@@ -185,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-worker-restarts", type=int, default=3,
                         help="dead children replaced over the run before it stops")
     parser.add_argument("--save-every", type=float, default=300.0, help="seconds between checkpoints")
+    parser.add_argument("--report-interval", type=float, default=5.0,
+                        help="seconds between console progress lines (and frames/s in TensorBoard)")
     parser.add_argument("--resume", default=None, help="checkpoint.pt of a run to continue")
     return parser
 
@@ -208,7 +210,7 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
         queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
         mode=args.mode, grad_batch=args.grad_batch,
         max_policy_lag=args.max_policy_lag,
-        save_every=args.save_every, resume=args.resume, **tuned,
+        report_interval=args.report_interval, save_every=args.save_every, resume=args.resume, **tuned,
     )
 
 
@@ -248,6 +250,7 @@ def validate(config: Config) -> None:
         (config.max_worker_restarts >= 0,
          f"--max-worker-restarts must be >= 0, got {config.max_worker_restarts}"),
         (config.save_every > 0, f"--save-every must be > 0, got {config.save_every}"),
+        (config.report_interval > 0, f"--report-interval must be > 0, got {config.report_interval}"),
     ]
     for ok, message in checks:
         if not ok:

@@ -37,6 +37,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--max-seconds", "0"], "--max-seconds"),
     (["-n", "x", "--env", "CartPole-v1", "--learner-threads", "0"], "--learner-threads"),
     (["-n", "x", "--env", "CartPole-v1", "--save-every", "0"], "--save-every"),
+    (["-n", "x", "--env", "CartPole-v1", "--report-interval", "0"], "--report-interval"),
     (["-n", "x", "--env", "CartPole-v1", "--queue-size", "-1"], "--queue-size"),
     (["-n", "x", "--env", "CartPole-v1", "--logdir", "/etc/hostname/runs"], "--logdir"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "two"], "--processes"),
