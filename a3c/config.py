@@ -100,7 +100,8 @@ class Config(Preset):
     logdir: str = "runs"
     cuda: bool = False
     bf16: bool = False
-    """Act and train under bfloat16 autocast: pays on CPUs with AMX (and on recent GPUs)."""
+    """Act and train under bfloat16 autocast: pays on CPUs with bfloat16 instructions (AMX,
+    AVX512-BF16) and on recent GPUs."""
     adam_eps: float = 1e-3
     queue_size: int = 0
     """Messages with arrays in flight; 0: enough for two learner batches, two per child at least."""
@@ -157,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
     parser.add_argument("--cuda", action="store_true", help="train on the GPU")
     parser.add_argument("--bf16", action="store_true",
-                        help="act and train under bfloat16 autocast (Pong: about 1.3x the "
-                             "transitions/s on CPUs with AMX; off by default)")
+                        help="act and train under bfloat16 autocast (Pong: 1.1-1.4x the "
+                             "transitions/s on CPUs with AMX or AVX512-BF16; off by default)")
     parser.add_argument("--mode", choices=MODES, default="data",
                         help="data: children send transitions; grads: children send gradients")
     parser.add_argument("--grad-batch", type=int, default=2,

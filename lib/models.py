@@ -93,7 +93,8 @@ def evaluate(net: nn.Module, observations: torch.Tensor,
     """``forward`` for acting: no autograd bookkeeping at all.
 
     With ``bf16`` the Pong net at the child's batch of 32 runs about 1.65x the float32 rate
-    on a CPU with AMX (3,760-4,060 against 2,260-2,440 samples/s on one thread).
+    on a CPU with AMX (3,760-4,060 against 2,260-2,440 samples/s on one thread), and about
+    1.4x on an AMD EPYC with AVX512-BF16 (4,499-5,137 against 3,220-3,283).
     """
     return forward(net, observations, bf16)
 
