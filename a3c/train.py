@@ -30,6 +30,7 @@ from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.signals import StopSignals
 from a3c.worker import worker_main
+from lib.allocator import keep_freed_memory
 from lib.envs import EnvInfo, describe_env
 from lib.models import build_net
 from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
@@ -129,6 +130,7 @@ def share_net(config: Config) -> SharedNet:
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
     torch.set_num_threads(config.learner_threads)
+    keep_freed_memory()
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)

@@ -16,6 +16,7 @@ from a3c.channel import ChildChannel
 from a3c.config import Config
 from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
+from lib.allocator import keep_freed_memory
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 
@@ -30,6 +31,7 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.set_num_threads(1)
+    keep_freed_memory()
     try:
         collect(config, net, policy_version, channel, seed)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from a3c.learner import Learner
+from lib.allocator import keep_freed_memory
 from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
 from lib.models import build_net, evaluate
@@ -101,6 +102,8 @@ class LimitProbe:
                  bf16: bool = False):
         self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
         self.bf16 = bf16
+        # the trainer's processes keep freed memory; so must the process that times its stages
+        keep_freed_memory()
         with _one_thread():
             env_step, self._close_envs = env_stage(env_id, child_batch)
             self._stages = [(env_step, child_batch),

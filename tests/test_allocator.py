@@ -1,0 +1,45 @@
+"""The allocator thresholds: a freed tensor's memory stays in the process for the next step."""
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from lib.allocator import keep_freed_memory
+
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+# A fresh interpreter fills a 20 MB tensor, frees it and prints how many of its MiB are
+# still resident: what the next step can reuse without faulting the pages in again
+RETAINED_MIB_AFTER_FREE = """
+import os, sys, torch
+from lib.allocator import keep_freed_memory
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+def resident_mib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+before = resident_mib()
+block = torch.empty(5 << 20).fill_(1.0)
+del block
+print(resident_mib() - before)
+"""
+
+
+def retained_mib(mode: str) -> float:
+    result = subprocess.run([sys.executable, "-c", RETAINED_MIB_AFTER_FREE, mode], capture_output=True,
+                            text=True, check=True)
+    return float(result.stdout)
+
+
+@pytest.mark.skipif(not GLIBC, reason="the thresholds are glibc's")
+def test_a_freed_block_stays_in_the_process_instead_of_going_back_to_the_kernel():
+    assert retained_mib("default") < 5  # glibc's default: a first 20 MB block is unmapped on free
+    assert retained_mib("keep") > 15
+
+
+@pytest.mark.skipif(GLIBC, reason="only other C libraries are left alone")
+def test_other_c_libraries_are_left_alone():
+    assert keep_freed_memory() is False
