@@ -16,6 +16,7 @@ GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 RETAINED_MIB_AFTER_FREE = """
 import os, sys, torch
 from lib.allocator import keep_freed_memory
+torch.set_num_threads(1)  # no thread pool starting inside the measured span
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 def resident_mib():
@@ -36,8 +37,9 @@ def retained_mib(mode: str) -> float:
 
 @pytest.mark.skipif(not GLIBC, reason="the thresholds are glibc's")
 def test_a_freed_block_stays_in_the_process_instead_of_going_back_to_the_kernel():
-    assert retained_mib("default") < 5  # glibc's default: a first 20 MB block is unmapped on free
-    assert retained_mib("keep") > 15
+    # glibc's default unmaps a first 20 MB block on free (about 1 MiB stays: torch's own
+    # first-use allocations); the fixed thresholds keep the block
+    assert retained_mib("keep") - retained_mib("default") > 15
 
 
 @pytest.mark.skipif(GLIBC, reason="only other C libraries are left alone")
