@@ -23,6 +23,8 @@ MMAP_THRESHOLD_BYTES = 32 << 20
 allocates at batch 128 is its 14 MB float input. 32 MiB is the most every glibc accepts."""
 TRIM_THRESHOLD_BYTES = 1 << 30
 """Free memory at the heap's top is kept up to this much instead of being handed back."""
+ON_GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+"""Whether this process's C library is glibc, the only one whose thresholds are set."""
 
 
 def keep_freed_memory() -> bool:
@@ -31,7 +33,7 @@ def keep_freed_memory() -> bool:
     Fixed thresholds turn off glibc's dynamic adjustment, which is what lets a step's blocks
     swing between the heap and fresh mappings.
     """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not ON_GLIBC:
         return False
     libc = ctypes.CDLL(None)
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)

@@ -1,15 +1,12 @@
 """The allocator thresholds: a freed tensor's memory stays in the process for the next step."""
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 
 import pytest
 
-from lib.allocator import keep_freed_memory
-
-GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+from lib.allocator import ON_GLIBC, keep_freed_memory
 
 # A fresh interpreter fills a 20 MB tensor, frees it and prints how many of its MiB are
 # still resident: what the next step can reuse without faulting the pages in again
@@ -35,13 +32,13 @@ def retained_mib(mode: str) -> float:
     return float(result.stdout)
 
 
-@pytest.mark.skipif(not GLIBC, reason="the thresholds are glibc's")
+@pytest.mark.skipif(not ON_GLIBC, reason="the thresholds are glibc's")
 def test_a_freed_block_stays_in_the_process_instead_of_going_back_to_the_kernel():
     # glibc's default unmaps a first 20 MB block on free (about 1 MiB stays: torch's own
     # first-use allocations); the fixed thresholds keep the block
     assert retained_mib("keep") - retained_mib("default") > 15
 
 
-@pytest.mark.skipif(GLIBC, reason="only other C libraries are left alone")
+@pytest.mark.skipif(ON_GLIBC, reason="only other C libraries are left alone")
 def test_other_c_libraries_are_left_alone():
     assert keep_freed_memory() is False
