@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from a3c.learner import Learner
+from benchmarks.affinity import pinned_to_one_core
 from lib.allocator import keep_freed_memory
 from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
@@ -110,10 +111,16 @@ class LimitProbe:
                             (inference_stage(env_id, child_batch, bf16), child_batch),
                             (training_stage(env_id, learner_batch, bf16), learner_batch)]
         self.readings: list[list[float]] = [[] for _ in self._stages]
+        self.pinned_core: int | None = None
+        """The core the rounds ran on; None where the OS cannot pin."""
 
     def measure(self, rounds: int) -> None:
-        """``rounds`` more interleaved rounds of every stage, one thread each."""
-        with _one_thread():
+        """``rounds`` more interleaved rounds of every stage, one thread each, and the whole
+        process on one core: the env's stepping thread shares it with the code that waits
+        for its frames, as the scheduler keeps them in the trainer's busy children
+        (``benchmarks.affinity``)."""
+        with _one_thread(), pinned_to_one_core() as core:
+            self.pinned_core = core
             for _ in range(rounds):
                 for (work, items), stage_readings in zip(self._stages, self.readings):
                     stage_readings.append(_rate(work, items, self.seconds))
@@ -134,6 +141,7 @@ class LimitProbe:
             "training_samples_per_second_per_core": training_rate,
             "training_batch": self.learner_batch,
             "bf16": self.bf16,
+            "pinned_core": self.pinned_core,
             "rounds": len(self.readings[0]),
             "stage_readings": self.readings,
             "seconds_per_round": self.seconds,

@@ -10,9 +10,10 @@ def _row(*cells: object) -> str:
 
 def _probe_section(probe: dict) -> list[str]:
     precision = ", inference and training under bfloat16 autocast" if probe.get("bf16") else ""
+    pinned = " on one pinned core" if probe.get("pinned_core") is not None else ""
     return [
-        ("### Machine limit (one thread per stage, median of interleaved rounds, half of them before "
-         f"the Pong window and half after{precision})"), "",
+        (f"### Machine limit (one thread per stage{pinned}, median of interleaved rounds, half of them "
+         f"before the Pong window and half after{precision})"), "",
         _row("stage", "per core per second"), _row("-", "-"),
         _row("Pong env steps (native vector env, preprocessing included)",
              f"{probe['env_steps_per_second_per_core']:,.0f}"),

@@ -2,6 +2,7 @@
 import pytest
 
 from benchmarks import run as benchmark_run
+from benchmarks.affinity import CAN_PIN, available_cores
 from benchmarks.probe import LimitProbe, layout_cap
 from benchmarks.report import markdown_report
 from benchmarks.run import probe_around_pong
@@ -25,6 +26,17 @@ def test_bound_is_the_cores_over_the_summed_median_costs(probe):
     core_seconds = 1 / env + 1 / inference + 1 / training
     assert limits["core_ms_per_transition"] == pytest.approx(core_seconds * 1e3)
     assert limits["bound_transitions_per_second"] == pytest.approx(limits["cores"] / core_seconds)
+
+
+def test_rounds_run_on_one_core_and_the_process_gets_its_cores_back(probe):
+    cores = available_cores()
+    probe.measure(1)
+    probe.close()
+    assert available_cores() == cores
+    if CAN_PIN:
+        assert probe.limits()["pinned_core"] in cores
+    else:
+        assert probe.limits()["pinned_core"] is None
 
 
 def test_half_the_rounds_come_before_the_pong_window_and_half_after(probe):
