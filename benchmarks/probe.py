@@ -150,12 +150,30 @@ class LimitProbe:
         }
 
 
+def _acting_rate_per_core(limits: dict) -> float:
+    """Transitions/s one child makes on one core: an env step and an inference each."""
+    return 1 / (1 / limits["env_steps_per_second_per_core"]
+                + 1 / limits["inference_samples_per_second_per_core"])
+
+
 def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
     """Most trained transitions/s that ``children`` one-core children and a learner on
     ``learner_threads`` threads reach at the probed per-core rates: the slower side's rate.
     The learner's rate is taken to scale with its threads, so with more than one it is an
     upper bound."""
-    child_core_seconds = (1 / limits["env_steps_per_second_per_core"]
-                          + 1 / limits["inference_samples_per_second_per_core"])
-    return min(children / child_core_seconds,
+    return min(children * _acting_rate_per_core(limits),
                learner_threads * limits["training_samples_per_second_per_core"])
+
+
+def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) -> dict:
+    """Each side's rate inside a run, per second it did not wait on the other, as a share of
+    its probed rate. A run below its layout's cap says which side fell short of the probe:
+    the probe's rounds come before and after the window, so a side slowed during it (by
+    the other core, the host, or the pipeline's own work) shows here and nowhere else."""
+    rate = run["transitions_per_second"]
+    learner_seconds = run["learner_busy_fraction"]
+    children_seconds = children - run["child_wait_seconds_per_second"]
+    return {
+        "learner": rate / learner_seconds / (learner_threads * limits["training_samples_per_second_per_core"]),
+        "children": rate / children_seconds / _acting_rate_per_core(limits),
+    }

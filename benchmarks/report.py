@@ -73,6 +73,11 @@ def _pong_section(pong: dict) -> list[str]:
         of_cap = (f" ({pong['fraction_of_layout_cap']:.1%} of its layout's cap)"
                   if "fraction_of_layout_cap" in pong else "")
         lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**{of_cap}.")
+    if "side_speeds" in pong:
+        speeds = pong["side_speeds"]
+        lines.append(f"Inside the window, per second not spent waiting, the learner trained at "
+                     f"{speeds['learner']:.1%} of the probed training rate and the children acted at "
+                     f"{speeds['children']:.1%} of the probed env step plus inference.")
     if "ratio_to_sb3" in pong:
         lines.append(f"Throughput ratio to SB3 A2C: **{pong['ratio_to_sb3']:.2f}x**.")
     return [*lines, "", f"Trainer command: `{ours['command']}`", ""]

@@ -33,7 +33,7 @@ import psutil
 
 from a3c.config import ATARI_PRESET
 from a3c.load import read_progress, window_rates
-from benchmarks.probe import LimitProbe, layout_cap
+from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import markdown_report, plot_cartpole
 from benchmarks.steal import StealMeter
 
@@ -307,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
             if not args.trainer_args:  # other flags may change the layout
                 results["pong"]["fraction_of_layout_cap"] = (
                     ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
+                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours,
+                                                             **results["probe"]["layout"])
         if with_sb3:
             n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process
             with StealMeter() as steal:

@@ -3,7 +3,7 @@ import pytest
 
 from benchmarks import run as benchmark_run
 from benchmarks.affinity import CAN_PIN, available_cores
-from benchmarks.probe import LimitProbe, layout_cap
+from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import markdown_report
 from benchmarks.run import probe_around_pong
 
@@ -85,6 +85,21 @@ def test_one_child_and_one_learner_reach_the_two_core_bound_only_when_balanced()
         assert cap / two_core_bound == pytest.approx(share_of_bound)
 
 
+def test_side_speeds_are_each_sides_rate_per_unblocked_second_against_its_probe():
+    # probed: a child acts at 1 / (1 ms + 0.5 ms) = 667/s, a learner trains 800/s
+    limits = _limits(1000.0, 2000.0, 800.0)
+    # 600/s with the learner busy 0.9 of the time: 667 per busy second, 5/6 of its probe;
+    # the child blocked 0.1 s/s: 600 in 0.9 s of acting is its probed 667/s
+    run = {"transitions_per_second": 600.0, "learner_busy_fraction": 0.9,
+           "child_wait_seconds_per_second": 0.1}
+    speeds = side_speeds(limits, run, children=1, learner_threads=1)
+    assert speeds["learner"] == pytest.approx(5 / 6)
+    assert speeds["children"] == pytest.approx(1.0)
+    # two children blocked 0.5 s/s in all act 1.5 s/s: 400 each per second of acting
+    two = side_speeds(limits, run | {"child_wait_seconds_per_second": 0.5}, children=2, learner_threads=1)
+    assert two["children"] == pytest.approx(400 / (1000 / 1.5))
+
+
 def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     limits = _limits(1000.0, 2000.0, 800.0) | {
         "inference_batch": 32, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
@@ -98,10 +113,13 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
                "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 1, "platform": "p", "versions": {}},
                "probe": limits,
                "pong": {"ours": ours, "fraction_of_bound": 600 / limits["bound_transitions_per_second"],
-                        "fraction_of_layout_cap": 600 / limits["layout_cap_transitions_per_second"]}}
+                        "fraction_of_layout_cap": 600 / limits["layout_cap_transitions_per_second"],
+                        "side_speeds": {"learner": 5 / 6, "children": 0.9}}}
     report = markdown_report(results)
     assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
     assert "**82.5% of the probed bound** (90.0% of its layout's cap)" in report
+    assert ("the learner trained at 83.3% of the probed training rate and the children acted at "
+            "90.0% of the probed env step plus inference") in report
 
 
 def test_a_results_folder_that_cannot_be_made_stops_the_run_before_the_probe(monkeypatch, capsys):
