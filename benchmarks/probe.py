@@ -165,7 +165,7 @@ def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
                learner_threads * limits["training_samples_per_second_per_core"])
 
 
-def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) -> dict:
+def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) -> dict[str, float]:
     """Each side's rate inside a run, per second it did not wait on the other, as a share of
     its probed rate. A run below its layout's cap says which side fell short of the probe:
     the probe's rounds come before and after the window, so a side slowed during it (by
