@@ -53,10 +53,7 @@ def pinned_to_one_core() -> Iterator[int | None]:
     possible), on the cores it had before after."""
     before = available_cores()
     core = before[-1]
-    if not pin_process({core}):
-        yield None
-        return
-    try:
-        yield core
+    try:  # restored even if pinning stopped part-way through the threads
+        yield core if pin_process({core}) else None
     finally:
         pin_process(before)
