@@ -156,13 +156,17 @@ def _acting_rate_per_core(limits: dict) -> float:
                 + 1 / limits["inference_samples_per_second_per_core"])
 
 
+def _training_rate(limits: dict, learner_threads: int) -> float:
+    """Samples/s a learner on ``learner_threads`` threads trains, taken to scale with them."""
+    return learner_threads * limits["training_samples_per_second_per_core"]
+
+
 def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
     """Most trained transitions/s that ``children`` one-core children and a learner on
     ``learner_threads`` threads reach at the probed per-core rates: the slower side's rate.
     The learner's rate is taken to scale with its threads, so with more than one it is an
     upper bound."""
-    return min(children * _acting_rate_per_core(limits),
-               learner_threads * limits["training_samples_per_second_per_core"])
+    return min(children * _acting_rate_per_core(limits), _training_rate(limits, learner_threads))
 
 
 def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) -> dict[str, float]:
@@ -174,6 +178,6 @@ def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) ->
     learner_seconds = run["learner_busy_fraction"]
     children_seconds = children - run["child_wait_seconds_per_second"]
     return {
-        "learner": rate / learner_seconds / (learner_threads * limits["training_samples_per_second_per_core"]),
+        "learner": rate / learner_seconds / _training_rate(limits, learner_threads),
         "children": rate / children_seconds / _acting_rate_per_core(limits),
     }
