@@ -15,8 +15,9 @@ how much the trainer's own.
 Each stage is timed in several short rounds, interleaved with the others, and its median
 round is kept: on this shared machine one stage's 2-second readings ranged from 816 to
 1,068 samples/s within half a minute, and the trainer's window sees the machine's typical
-speed, not its best burst or worst dip. The benchmark takes half the rounds before the
-trainer's window and half after it, for the same reason.
+speed, not its best burst or worst dip. The benchmark takes one round at each boundary of
+the trainer's window segments, with the trainer paused, for the same reason
+(``benchmarks.window``).
 """
 from __future__ import annotations
 
@@ -93,10 +94,17 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def _bound(env_rate: float, inference_rate: float, training_rate: float) -> tuple[float, float]:
+    """Core-seconds a transition costs at these per-core rates, and the transitions/s that
+    every core working on nothing else gives."""
+    core_seconds = 1 / env_rate + 1 / inference_rate + 1 / training_rate
+    return core_seconds, (os.cpu_count() or 1) / core_seconds
+
+
 class LimitProbe:
-    """The three stages, kept built so that rounds can be taken before and after the window
-    the bound is compared with: the bound then reflects the machine's speed on both sides of
-    that window, not only before it (its speed drifted by 15-25% within minutes today).
+    """The three stages, kept built so that rounds can be taken all through the window the
+    bound is compared with: the bound then reflects the machine's speed during that window,
+    not only before it (its speed drifted by 15-25% within minutes).
     ``bf16`` probes inference and training under bfloat16 autocast, as ``--bf16`` runs them."""
 
     def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,
@@ -131,10 +139,9 @@ class LimitProbe:
     def limits(self) -> dict:
         """Per-core rates of the stages (median of all rounds so far) and the bound they imply."""
         env_rate, inference_rate, training_rate = (float(np.median(rates)) for rates in self.readings)
-        cores = os.cpu_count() or 1
-        core_seconds = 1 / env_rate + 1 / inference_rate + 1 / training_rate
+        core_seconds, bound = _bound(env_rate, inference_rate, training_rate)
         return {
-            "cores": cores,
+            "cores": os.cpu_count() or 1,
             "env_steps_per_second_per_core": env_rate,
             "inference_samples_per_second_per_core": inference_rate,
             "inference_batch": self.child_batch,
@@ -146,8 +153,13 @@ class LimitProbe:
             "stage_readings": self.readings,
             "seconds_per_round": self.seconds,
             "core_ms_per_transition": core_seconds * 1e3,
-            "bound_transitions_per_second": cores / core_seconds,
+            "bound_transitions_per_second": bound,
         }
+
+
+def round_bounds(limits: dict) -> list[float]:
+    """The bound each round's three readings imply on their own, in the order taken."""
+    return [_bound(*readings)[1] for readings in zip(*limits["stage_readings"])]
 
 
 def _acting_rate_per_core(limits: dict) -> float:

@@ -1,6 +1,7 @@
 """The benchmark's figures as a markdown report and a CartPole reward-against-time plot."""
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 
@@ -8,12 +9,14 @@ def _row(*cells: object) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
-def _probe_section(probe: dict) -> list[str]:
+def _probe_section(probe: dict, through_window: bool) -> list[str]:
     precision = ", inference and training under bfloat16 autocast" if probe.get("bf16") else ""
     pinned = " on one pinned core" if probe.get("pinned_core") is not None else ""
+    when = (", one at each boundary of the Pong window's segments with the trainer paused"
+            if through_window else "")
     return [
-        (f"### Machine limit (one thread per stage{pinned}, median of interleaved rounds, half of them "
-         f"before the Pong window and half after{precision})"), "",
+        (f"### Machine limit (one thread per stage{pinned}, median of {probe['rounds']} interleaved "
+         f"rounds{when}{precision})"), "",
         _row("stage", "per core per second"), _row("-", "-"),
         _row("Pong env steps (native vector env, preprocessing included)",
              f"{probe['env_steps_per_second_per_core']:,.0f}"),
@@ -69,10 +72,19 @@ def _pong_section(pong: dict) -> list[str]:
              f"{ours.get('window_start_rss_mib', 0):,.0f} / {ours.get('window_end_rss_mib', 0):,.0f}", ""),
         "",
     ]
+    if ours.get("paused_seconds"):
+        lines.append(f"Rates count the window's {ours['window_seconds']:.0f} running seconds; the busy, "
+                     f"waiting and blocked figures come from the "
+                     f"{ours['between_pauses_seconds']:.0f} of them in report intervals without a pause.")
     if "fraction_of_bound" in pong:
         of_cap = (f" ({pong['fraction_of_layout_cap']:.1%} of its layout's cap)"
                   if "fraction_of_layout_cap" in pong else "")
         lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**{of_cap}.")
+    if "segment_fractions_of_bound" in pong:
+        fractions = pong["segment_fractions_of_bound"]
+        lines.append(f"Its {len(fractions)} segments, each against the bound of the probe rounds on either "
+                     f"side: {min(fractions):.1%} to {max(fractions):.1%}, median "
+                     f"{statistics.median(fractions):.1%}.")
     if "side_speeds" in pong:
         speeds = pong["side_speeds"]
         lines.append(f"Inside the window, per second not spent waiting, the learner trained at "
@@ -136,7 +148,7 @@ def markdown_report(results: dict) -> str:
         f"{results['warmup_seconds']:.0f} seconds of warm-up."), "",
     ]
     if "probe" in results:
-        lines += _probe_section(results["probe"])
+        lines += _probe_section(results["probe"], through_window="pong" in results)
     if "pong" in results:
         lines += _pong_section(results["pong"])
     if "cartpole" in results:

@@ -5,7 +5,8 @@
     python -m benchmarks.run --only pong --trainer-args="--processes 2 --envs-per-process 16"
     python -m benchmarks.run --only probe --only pong --bf16   # bfloat16 acting and training
 
-In one run on this machine: (1) probe the per-core rates and the bound they imply;
+In one run on this machine: (1) probe the per-core rates and the bound they imply, a
+round at each boundary of the Pong window's segments while the trainer is paused;
 (2) run the trainer on Pong for a window after warm-up and report trained transitions/s,
 frames/s, the learner's busy and waiting fractions, children's blocked time, policy lag
 and peak memory of the process tree; (3) run SB3 A2C on the same env and env count for
@@ -24,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,82 +32,14 @@ from pathlib import Path
 import psutil
 
 from a3c.config import ATARI_PRESET
-from a3c.load import read_progress, window_rates
-from benchmarks.probe import LimitProbe, layout_cap, side_speeds
+from a3c.load import read_progress
+from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
 from benchmarks.report import markdown_report, plot_cartpole
 from benchmarks.steal import StealMeter
+from benchmarks.window import ROOT, run_trainer_window
 
-ROOT = Path(__file__).resolve().parents[1]
 PONG = "PongNoFrameskip-v4"
 CARTPOLE = "CartPole-v1"
-
-
-class TreeMemory:
-    """Samples the summed RSS and PSS of a process and all its descendants once a second,
-    stamped with ``time.time()`` so that they line up with the run's progress records."""
-
-    def __init__(self, pid: int):
-        self.root = psutil.Process(pid)
-        self.samples: list[tuple[float, int, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> TreeMemory:  # noqa: PYI034 - Self needs Python 3.11
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            rss = pss = 0
-            try:
-                processes = [self.root, *self.root.children(recursive=True)]
-            except psutil.NoSuchProcess:
-                return
-            for process in processes:
-                try:
-                    memory = process.memory_full_info()
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
-                rss += memory.rss
-                pss += getattr(memory, "pss", memory.rss)
-            self.samples.append((time.time(), rss, pss))
-
-    def summary(self, window_start: float, window_end: float) -> dict:
-        """Peaks over the whole run; RSS at the first and last sample inside the window."""
-        if not self.samples:
-            return {}
-        in_window = [s for s in self.samples if window_start <= s[0] <= window_end] or self.samples
-        mib = 2**20
-        return {
-            "peak_rss_mib": max(rss for _, rss, _ in self.samples) / mib,
-            "peak_pss_mib": max(pss for _, _, pss in self.samples) / mib,
-            "window_start_rss_mib": in_window[0][1] / mib,
-            "window_end_rss_mib": in_window[-1][1] / mib,
-        }
-
-
-def run_ours_window(env_id: str, warmup: float, window: float, extra_args: list[str]) -> dict:
-    """The trainer for warm-up + window seconds; rates over the window from progress.jsonl."""
-    with tempfile.TemporaryDirectory() as logdir:
-        command = [sys.executable, "run_a3c.py", "-n", "bench", "--env", env_id, "--logdir", logdir,
-                   "--stop-reward", "1e9", "--max-seconds", str(warmup + window), *extra_args]
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True)
-        with TreeMemory(process.pid) as memory:
-            output, _ = process.communicate()
-        if process.returncode != 0:
-            raise RuntimeError(f"trainer failed ({process.returncode}):\n{output[-2000:]}")
-        (run_dir,) = Path(logdir).iterdir()
-        records = read_progress(run_dir)
-    start = next(record for record in records if record["seconds"] >= warmup)
-    end = records[-1]
-    rates = window_rates(start, end)
-    return {"command": " ".join(command[1:]), "window_seconds": end["seconds"] - start["seconds"],
-            **rates, **memory.summary(start["unix_time"], end["unix_time"])}
 
 
 def sb3_available() -> bool:
@@ -186,7 +118,7 @@ def mode_comparison(seeds: list[int], warmup: float, window: float, max_seconds:
     """Data against grads mode: Pong throughput and CartPole time to solve, same settings."""
     result = {}
     for mode in ("data", "grads"):
-        pong = run_ours_window(PONG, warmup, window, ["--mode", mode])
+        pong = run_trainer_window(PONG, warmup, window, ["--mode", mode])
         solves = [solve_ours(seed, max_seconds, ("--mode", mode)) for seed in seeds]
         result[mode] = {
             "pong_transitions_per_second": pong["transitions_per_second"],
@@ -219,7 +151,7 @@ def machine() -> dict:
 
 
 PROBE_ROUNDS = 6
-"""Probe rounds per stage: half before the Pong window and half after it when Pong runs."""
+"""Probe rounds per stage when Pong does not run; with Pong, one at each segment boundary."""
 
 
 def measured_rounds(probe: LimitProbe, rounds: int) -> float | None:
@@ -229,30 +161,41 @@ def measured_rounds(probe: LimitProbe, rounds: int) -> float | None:
     return steal.fraction
 
 
-def probe_around_pong(probe: LimitProbe | None, with_pong: bool, run_pong: Callable[[], dict],
-                      rounds: int = PROBE_ROUNDS) -> dict:
-    """The probe's limits ("probe") with half its rounds before the trainer's Pong window
-    ("ours") and half after it, so the bound sees the machine on both sides of the window it
-    is compared with; all rounds at once when Pong does not run. Closes the probe."""
+def probe_through_pong(probe: LimitProbe | None, with_pong: bool,
+                       run_pong: Callable[[Callable[[], None] | None], dict],
+                       rounds: int = PROBE_ROUNDS) -> dict:
+    """The probe's limits ("probe") and the trainer's Pong window ("ours"), with one probe
+    round at each of the window's segment boundaries while the trainer is paused
+    (``run_pong(at_boundary)``), so that the bound samples the machine all through the window
+    it is compared with; ``rounds`` rounds at once when Pong does not run. Closes the probe."""
     results: dict = {}
+    steals: list[float | None] = []
+
+    def probe_round() -> None:
+        steals.append(measured_rounds(probe, 1))
+
     try:
-        steals = []
-        if probe is not None:
-            steals.append(measured_rounds(probe, rounds // 2 if with_pong else rounds))
         if with_pong:
             with StealMeter() as steal:
-                results["ours"] = run_pong()
+                results["ours"] = run_pong(probe_round if probe is not None else None)
             results["ours"]["cpu_steal"] = steal.fraction
-        if probe is not None and with_pong:
-            steals.append(measured_rounds(probe, rounds - rounds // 2))
+        elif probe is not None:
+            steals.append(measured_rounds(probe, rounds))
         if probe is not None:
-            # the parts take equally long, so the plain mean is the steal over all rounds
+            # the rounds take equally long, so the plain mean is the steal over all of them
             steal_known = None not in steals
             results["probe"] = probe.limits() | {"cpu_steal": statistics.fmean(steals) if steal_known else None}
     finally:
         if probe is not None:
             probe.close()
     return results
+
+
+def segment_fractions(probe: dict, ours: dict) -> list[float]:
+    """Each segment's throughput against the mean bound of the two probe rounds either side."""
+    bounds = round_bounds(probe)
+    return [rate / ((bounds[index] + bounds[index + 1]) / 2)
+            for index, rate in enumerate(ours["segment_transitions_per_second"])]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,8 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     if "probe" in parts:
         probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size, bf16=args.bf16)
     trainer_args = [*shlex.split(args.trainer_args), *(["--bf16"] if args.bf16 else [])]
-    bracketed = probe_around_pong(probe, "pong" in parts,
-                                  lambda: run_ours_window(PONG, warmup, window, trainer_args))
+    bracketed = probe_through_pong(probe, "pong" in parts,
+                                   lambda at_boundary: run_trainer_window(PONG, warmup, window, trainer_args,
+                                                                          at_boundary))
     if "probe" in bracketed:
         results["probe"] = bracketed["probe"]
         layout = {"children": ATARI_PRESET.processes, "learner_threads": ATARI_PRESET.learner_threads}
@@ -304,10 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         if "probe" in results:
             results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
                                                     / results["probe"]["bound_transitions_per_second"])
+            results["pong"]["segment_fractions_of_bound"] = segment_fractions(results["probe"], ours)
             if not args.trainer_args:  # other flags may change the layout
                 results["pong"]["fraction_of_layout_cap"] = (
                     ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
-                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours,
+                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours["between_pauses"],
                                                              **results["probe"]["layout"])
         if with_sb3:
             n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process

@@ -1,11 +1,11 @@
-"""The benchmark's limit probe: its bound's arithmetic and its rounds around the Pong window."""
+"""The benchmark's limit probe: its bound's arithmetic and its rounds through the Pong window."""
 import pytest
 
 from benchmarks import run as benchmark_run
 from benchmarks.affinity import CAN_PIN, available_cores
-from benchmarks.probe import LimitProbe, layout_cap, side_speeds
+from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
 from benchmarks.report import markdown_report
-from benchmarks.run import probe_around_pong
+from benchmarks.run import probe_through_pong, segment_fractions
 
 CARTPOLE = "CartPole-v1"
 
@@ -39,26 +39,45 @@ def test_rounds_run_on_one_core_and_the_process_gets_its_cores_back(probe):
         assert probe.limits()["pinned_core"] is None
 
 
-def test_half_the_rounds_come_before_the_pong_window_and_half_after(probe):
-    rounds_at_window = []
+def test_with_pong_one_round_is_taken_at_each_boundary_the_window_calls(probe):
+    rounds_taken = []
 
-    def pong_window():
-        rounds_at_window.append(len(probe.readings[0]))
+    def pong_window(at_boundary):
+        for _ in range(3):  # a window of two segments: its start, middle and end
+            at_boundary()
+            rounds_taken.append(len(probe.readings[0]))
         return {"transitions_per_second": 1.0}
 
-    results = probe_around_pong(probe, with_pong=True, run_pong=pong_window, rounds=4)
-    assert rounds_at_window == [2]
-    assert results["probe"]["rounds"] == 4
+    results = probe_through_pong(probe, with_pong=True, run_pong=pong_window)
+    assert rounds_taken == [1, 2, 3]
+    assert results["probe"]["rounds"] == 3
     assert results["ours"]["transitions_per_second"] == 1.0
     assert "cpu_steal" in results["ours"] and "cpu_steal" in results["probe"]
 
 
 def test_without_pong_every_round_is_taken_at_once(probe):
-    def no_window():
+    def no_window(at_boundary):
         raise AssertionError("the Pong window must not run")
 
-    results = probe_around_pong(probe, with_pong=False, run_pong=no_window, rounds=3)
+    results = probe_through_pong(probe, with_pong=False, run_pong=no_window, rounds=3)
     assert results["probe"]["rounds"] == 3 and "ours" not in results
+
+
+def test_pong_without_the_probe_runs_unpaused():
+    calls = []
+    results = probe_through_pong(None, with_pong=True, run_pong=lambda at_boundary: calls.append(at_boundary) or {})
+    assert calls == [None] and "probe" not in results
+
+
+def test_each_segment_is_compared_with_the_rounds_on_either_side(monkeypatch):
+    monkeypatch.setattr("benchmarks.probe.os.cpu_count", lambda: 2)
+    # per stage, its reading in each of three rounds: the second round saw a machine half as fast
+    limits = {"stage_readings": [[1000.0, 500.0, 1000.0], [2000.0, 1000.0, 2000.0], [800.0, 400.0, 800.0]]}
+    # 1 + 0.5 + 1.25 = 2.75 core-ms a transition in rounds 1 and 3, twice that in round 2
+    assert round_bounds(limits) == pytest.approx([2 / 2.75e-3, 1 / 2.75e-3, 2 / 2.75e-3])
+    ours = {"segment_transitions_per_second": [300.0, 250.0]}
+    between_rounds = 1.5 / 2.75e-3
+    assert segment_fractions(limits, ours) == pytest.approx([300.0 / between_rounds, 250.0 / between_rounds])
 
 
 def _limits(env_rate: float, inference_rate: float, training_rate: float) -> dict:
@@ -102,22 +121,27 @@ def test_side_speeds_are_each_sides_rate_per_unblocked_second_against_its_probe(
 
 def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     limits = _limits(1000.0, 2000.0, 800.0) | {
-        "inference_batch": 32, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
+        "rounds": 3, "inference_batch": 32, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
         "bound_transitions_per_second": 2 / 2.75e-3, "cpu_steal": 0.0,
         "layout": {"children": 1, "learner_threads": 1}, "layout_cap_transitions_per_second": 1000 / 1.5,
     }
     ours = {"transitions_per_second": 600.0, "frames_per_second": 2400.0, "learner_busy_fraction": 0.9,
             "learner_wait_fraction": 0.1, "child_wait_seconds_per_second": 0.0, "policy_lag": 2.0,
-            "command": "run_a3c.py"}
+            "command": "run_a3c.py", "window_seconds": 60.2, "between_pauses_seconds": 59.6,
+            "paused_seconds": [6.5, 6.4, 6.6]}
     results = {"command": "python -m benchmarks.run", "window_seconds": 60, "warmup_seconds": 30,
                "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 1, "platform": "p", "versions": {}},
                "probe": limits,
                "pong": {"ours": ours, "fraction_of_bound": 600 / limits["bound_transitions_per_second"],
                         "fraction_of_layout_cap": 600 / limits["layout_cap_transitions_per_second"],
+                        "segment_fractions_of_bound": [0.85, 0.8, 0.95],
                         "side_speeds": {"learner": 5 / 6, "children": 0.9}}}
     report = markdown_report(results)
     assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
     assert "**82.5% of the probed bound** (90.0% of its layout's cap)" in report
+    assert "median of 3 interleaved rounds, one at each boundary of the Pong window's segments" in report
+    assert "Its 3 segments, each against the bound of the probe rounds on either side: 80.0% to 95.0%, median 85.0%" in report
+    assert "window's 60 running seconds; the busy, waiting and blocked figures come from the 60 of them" in report
     assert ("the learner trained at 83.3% of the probed training rate and the children acted at "
             "90.0% of the probed env step plus inference") in report
 
