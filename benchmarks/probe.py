@@ -21,16 +21,20 @@ the trainer's window segments, with the trainer paused, for the same reason
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 
 import numpy as np
 import torch
 
 from a3c.learner import Learner
-from benchmarks.affinity import pinned_to_one_core
+from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 from lib.allocator import keep_freed_memory
 from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
@@ -101,26 +105,78 @@ def _bound(env_rate: float, inference_rate: float, training_rate: float) -> tupl
     return core_seconds, (os.cpu_count() or 1) / core_seconds
 
 
+def _built_stages(env_id: str, child_batch: int, learner_batch: int,
+                  bf16: bool) -> tuple[list[tuple[Callable[[], object], int]], Callable[[], None]]:
+    """The three stages as (work, items per call), in the pipeline's order, and how to close
+    them; built on one thread, as each runs in the trainer."""
+    # the trainer's processes keep freed memory; so must every process that times its stages
+    keep_freed_memory()
+    with _one_thread():
+        env_step, close_envs = env_stage(env_id, child_batch)
+        stages = [(env_step, child_batch), (inference_stage(env_id, child_batch, bf16), child_batch),
+                  (training_stage(env_id, learner_batch, bf16), learner_batch)]
+    return stages, close_envs
+
+
+def _companion_main(settings: tuple[str, int, int, bool], seconds: float, core: int | None,
+                    requests: Connection) -> None:
+    """A process on another core that times the stage it is asked for and sends the rate
+    back, until it gets None or its parent goes."""
+    torch.set_num_threads(1)
+    stages, close_envs = _built_stages(*settings)
+    if core is not None:
+        pin_process({core})
+    requests.send("ready")
+    try:
+        while (stage := requests.recv()) is not None:
+            work, items = stages[stage]
+            requests.send(_rate(work, items, seconds))
+    except EOFError:
+        pass
+    finally:
+        close_envs()
+
+
 class LimitProbe:
     """The three stages, kept built so that rounds can be taken all through the window the
     bound is compared with: the bound then reflects the machine's speed during that window,
     not only before it (its speed drifted by 15-25% within minutes).
+
+    Each stage is timed twice a round: on one core with the others idle, and on every core
+    at once (one companion process per other core runs the same stage), the per-core rate
+    then being the mean over the cores. The bound uses the second: on this VM a core ran
+    each stage 2-10% slower while the other core worked (the pipeline keeps every core
+    busy), so rates taken with the other core idle overstate what the cores do together.
     ``bf16`` probes inference and training under bfloat16 autocast, as ``--bf16`` runs them."""
 
     def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,
                  bf16: bool = False):
         self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
         self.bf16 = bf16
-        # the trainer's processes keep freed memory; so must the process that times its stages
-        keep_freed_memory()
-        with _one_thread():
-            env_step, self._close_envs = env_stage(env_id, child_batch)
-            self._stages = [(env_step, child_batch),
-                            (inference_stage(env_id, child_batch, bf16), child_batch),
-                            (training_stage(env_id, learner_batch, bf16), learner_batch)]
+        self._stages, self._close_envs = _built_stages(env_id, child_batch, learner_batch, bf16)
         self.readings: list[list[float]] = [[] for _ in self._stages]
+        """Per stage, each round's rate on one core with the others idle."""
+        self.all_core_readings: list[list[float]] = [[] for _ in self._stages]
+        """Per stage, each round's mean per-core rate with every core running it."""
         self.pinned_core: int | None = None
         """The core the rounds ran on; None where the OS cannot pin."""
+        self._companions = self._start_companions((env_id, child_batch, learner_batch, bf16))
+
+    def _start_companions(self, settings: tuple[str, int, int, bool]) -> list[tuple[BaseProcess, Connection]]:
+        """One companion per core other than the one ``measure`` pins this process to."""
+        context = mp.get_context("spawn")
+        companions = []
+        for core in available_cores()[:-1]:
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_companion_main, daemon=True,
+                                      args=(settings, self.seconds, core if CAN_PIN else None, theirs))
+            process.start()
+            theirs.close()
+            companions.append((process, ours))
+        for _, requests in companions:
+            if requests.recv() != "ready":
+                raise RuntimeError("a probe companion did not start")
+        return companions
 
     def measure(self, rounds: int) -> None:
         """``rounds`` more interleaved rounds of every stage, one thread each, and the whole
@@ -130,31 +186,51 @@ class LimitProbe:
         with _one_thread(), pinned_to_one_core() as core:
             self.pinned_core = core
             for _ in range(rounds):
-                for (work, items), stage_readings in zip(self._stages, self.readings):
-                    stage_readings.append(_rate(work, items, self.seconds))
+                for stage, (work, items) in enumerate(self._stages):
+                    self.readings[stage].append(_rate(work, items, self.seconds))
+                    for _, requests in self._companions:
+                        requests.send(stage)
+                    mine = _rate(work, items, self.seconds)
+                    theirs = [requests.recv() for _, requests in self._companions]
+                    self.all_core_readings[stage].append(statistics.fmean([mine, *theirs]))
 
     def close(self) -> None:
+        for process, requests in self._companions:
+            requests.send(None)
+            process.join(timeout=10.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
         self._close_envs()
 
     def limits(self) -> dict:
-        """Per-core rates of the stages (median of all rounds so far) and the bound they imply."""
-        env_rate, inference_rate, training_rate = (float(np.median(rates)) for rates in self.readings)
-        core_seconds, bound = _bound(env_rate, inference_rate, training_rate)
+        """Per-core rates of the stages with every core busy (median of all rounds so far)
+        and the bound they imply; under "one_core", the same with the other cores idle."""
         return {
+            **_stage_limits(self.all_core_readings),
             "cores": os.cpu_count() or 1,
-            "env_steps_per_second_per_core": env_rate,
-            "inference_samples_per_second_per_core": inference_rate,
             "inference_batch": self.child_batch,
-            "training_samples_per_second_per_core": training_rate,
             "training_batch": self.learner_batch,
             "bf16": self.bf16,
             "pinned_core": self.pinned_core,
             "rounds": len(self.readings[0]),
-            "stage_readings": self.readings,
             "seconds_per_round": self.seconds,
-            "core_ms_per_transition": core_seconds * 1e3,
-            "bound_transitions_per_second": bound,
+            "one_core": _stage_limits(self.readings),
         }
+
+
+def _stage_limits(readings: list[list[float]]) -> dict:
+    """The median of each stage's readings, the cost of a transition and the bound."""
+    env_rate, inference_rate, training_rate = (float(np.median(rates)) for rates in readings)
+    core_seconds, bound = _bound(env_rate, inference_rate, training_rate)
+    return {
+        "env_steps_per_second_per_core": env_rate,
+        "inference_samples_per_second_per_core": inference_rate,
+        "training_samples_per_second_per_core": training_rate,
+        "stage_readings": readings,
+        "core_ms_per_transition": core_seconds * 1e3,
+        "bound_transitions_per_second": bound,
+    }
 
 
 def round_bounds(limits: dict) -> list[float]:

@@ -14,22 +14,28 @@ def _probe_section(probe: dict, through_window: bool) -> list[str]:
     pinned = " on one pinned core" if probe.get("pinned_core") is not None else ""
     when = (", one at each boundary of the Pong window's segments with the trainer paused"
             if through_window else "")
-    return [
+    one_core = probe.get("one_core")  # results from before the all-core rounds lack it
+
+    def rates(key: str) -> list[str]:
+        return [f"{probe[key]:,.0f}", *([f"{one_core[key]:,.0f}"] if one_core else [])]
+
+    columns = ["every core running it", "one core, the others idle"] if one_core else ["per core per second"]
+    lines = [
         (f"### Machine limit (one thread per stage{pinned}, median of {probe['rounds']} interleaved "
          f"rounds{when}{precision})"), "",
-        _row("stage", "per core per second"), _row("-", "-"),
-        _row("Pong env steps (native vector env, preprocessing included)",
-             f"{probe['env_steps_per_second_per_core']:,.0f}"),
-        _row(f"inference samples, batch {probe['inference_batch']}",
-             f"{probe['inference_samples_per_second_per_core']:,.0f}"),
-        _row(f"training samples, batch {probe['training_batch']}",
-             f"{probe['training_samples_per_second_per_core']:,.0f}"),
+        _row("stage, per core per second", *columns), _row(*["-"] * (len(columns) + 1)),
+        _row("Pong env steps (native vector env, preprocessing included)", *rates("env_steps_per_second_per_core")),
+        _row(f"inference samples, batch {probe['inference_batch']}", *rates("inference_samples_per_second_per_core")),
+        _row(f"training samples, batch {probe['training_batch']}", *rates("training_samples_per_second_per_core")),
         "",
-        (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms, so {probe['cores']} cores "
-        f"train at most **{probe['bound_transitions_per_second']:,.0f} transitions/s**."), "",
-        *_layout_lines(probe),
-        f"CPU steal during the probe: {_share(probe.get('cpu_steal'))}.", "",
+        (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms with every core busy, so "
+         f"{probe['cores']} cores train at most **{probe['bound_transitions_per_second']:,.0f} "
+         f"transitions/s**."),
     ]
+    if one_core:
+        lines.append(f"At the rates of one core with the others idle, {one_core['core_ms_per_transition']:.2f} "
+                     f"core-ms and {one_core['bound_transitions_per_second']:,.0f} transitions/s.")
+    return [*lines, "", *_layout_lines(probe), f"CPU steal during the probe: {_share(probe.get('cpu_steal'))}.", ""]
 
 
 def _layout_lines(probe: dict) -> list[str]:
@@ -79,7 +85,10 @@ def _pong_section(pong: dict) -> list[str]:
     if "fraction_of_bound" in pong:
         of_cap = (f" ({pong['fraction_of_layout_cap']:.1%} of its layout's cap)"
                   if "fraction_of_layout_cap" in pong else "")
-        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**{of_cap}.")
+        one_core = (f"; {pong['fraction_of_one_core_bound']:.1%} of the one-core-at-a-time bound"
+                    if "fraction_of_one_core_bound" in pong else "")
+        lines.append(f"This trainer reaches **{pong['fraction_of_bound']:.1%} of the probed bound**{of_cap}"
+                     f"{one_core}.")
     if "segment_fractions_of_bound" in pong:
         fractions = pong["segment_fractions_of_bound"]
         lines.append(f"Its {len(fractions)} segments, each against the bound of the probe rounds on either "

@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         if "probe" in results:
             results["pong"]["fraction_of_bound"] = (ours["transitions_per_second"]
                                                     / results["probe"]["bound_transitions_per_second"])
+            results["pong"]["fraction_of_one_core_bound"] = (
+                ours["transitions_per_second"] / results["probe"]["one_core"]["bound_transitions_per_second"])
             results["pong"]["segment_fractions_of_bound"] = segment_fractions(results["probe"], ours)
             if not args.trainer_args:  # other flags may change the layout
                 results["pong"]["fraction_of_layout_cap"] = (

@@ -1,4 +1,5 @@
 """The benchmark's limit probe: its bound's arithmetic and its rounds through the Pong window."""
+import psutil
 import pytest
 
 from benchmarks import run as benchmark_run
@@ -20,23 +21,36 @@ def test_bound_is_the_cores_over_the_summed_median_costs(probe):
     probe.measure(2)
     probe.close()
     limits = probe.limits()
-    assert limits["rounds"] == 5 and all(len(stage) == 5 for stage in limits["stage_readings"])
-    env, inference, training = (sorted(stage)[2] for stage in limits["stage_readings"])
-    assert limits["env_steps_per_second_per_core"] == env
-    core_seconds = 1 / env + 1 / inference + 1 / training
-    assert limits["core_ms_per_transition"] == pytest.approx(core_seconds * 1e3)
-    assert limits["bound_transitions_per_second"] == pytest.approx(limits["cores"] / core_seconds)
+    assert limits["rounds"] == 5
+    # with every core busy (the bound) and with one core busy (beside it), each from its own readings
+    for rates in (limits, limits["one_core"]):
+        assert all(len(stage) == 5 for stage in rates["stage_readings"])
+        env, inference, training = (sorted(stage)[2] for stage in rates["stage_readings"])
+        assert rates["env_steps_per_second_per_core"] == env
+        core_seconds = 1 / env + 1 / inference + 1 / training
+        assert rates["core_ms_per_transition"] == pytest.approx(core_seconds * 1e3)
+        assert rates["bound_transitions_per_second"] == pytest.approx(limits["cores"] / core_seconds)
+    assert limits["one_core"]["stage_readings"] != limits["stage_readings"]
 
 
-def test_rounds_run_on_one_core_and_the_process_gets_its_cores_back(probe):
+def _spawned_children() -> list[psutil.Process]:
+    """This process's multiprocessing children, not its resource tracker."""
+    return [child for child in psutil.Process().children() if "spawn_main" in " ".join(child.cmdline())]
+
+
+def test_rounds_run_on_one_core_with_a_companion_on_each_other_core_and_leave_nothing_behind(probe):
     cores = available_cores()
+    companions = _spawned_children()
+    assert len(companions) == len(cores) - 1
     probe.measure(1)
-    probe.close()
-    assert available_cores() == cores
     if CAN_PIN:
-        assert probe.limits()["pinned_core"] in cores
+        assert probe.limits()["pinned_core"] == cores[-1]
+        assert sorted(core for companion in companions for core in companion.cpu_affinity()) == cores[:-1]
     else:
         assert probe.limits()["pinned_core"] is None
+    probe.close()
+    assert available_cores() == cores
+    assert _spawned_children() == []
 
 
 def test_with_pong_one_round_is_taken_at_each_boundary_the_window_calls(probe):
@@ -121,7 +135,9 @@ def test_side_speeds_are_each_sides_rate_per_unblocked_second_against_its_probe(
 
 def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     limits = _limits(1000.0, 2000.0, 800.0) | {
-        "rounds": 3, "inference_batch": 32, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
+        "rounds": 3, "inference_batch": 32,
+        "one_core": _limits(1100.0, 2200.0, 900.0) | {"core_ms_per_transition": 2.5,
+                                                    "bound_transitions_per_second": 800.0}, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
         "bound_transitions_per_second": 2 / 2.75e-3, "cpu_steal": 0.0,
         "layout": {"children": 1, "learner_threads": 1}, "layout_cap_transitions_per_second": 1000 / 1.5,
     }
@@ -134,11 +150,14 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
                "probe": limits,
                "pong": {"ours": ours, "fraction_of_bound": 600 / limits["bound_transitions_per_second"],
                         "fraction_of_layout_cap": 600 / limits["layout_cap_transitions_per_second"],
+                        "fraction_of_one_core_bound": 600 / 800,
                         "segment_fractions_of_bound": [0.85, 0.8, 0.95],
                         "side_speeds": {"learner": 5 / 6, "children": 0.9}}}
     report = markdown_report(results)
     assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
-    assert "**82.5% of the probed bound** (90.0% of its layout's cap)" in report
+    assert "| training samples, batch 128 | 800 | 900 |" in report
+    assert "At the rates of one core with the others idle, 2.50 core-ms and 800 transitions/s." in report
+    assert "**82.5% of the probed bound** (90.0% of its layout's cap); 75.0% of the one-core-at-a-time bound" in report
     assert "median of 3 interleaved rounds, one at each boundary of the Pong window's segments" in report
     assert "Its 3 segments, each against the bound of the probe rounds on either side: 80.0% to 95.0%, median 85.0%" in report
     assert "window's 60 running seconds; the busy, waiting and blocked figures come from the 60 of them" in report
