@@ -4,7 +4,9 @@ A transition is stepped once (env), inferred once (the child's forward pass, whi
 gives its bootstrap value) and trained once (the learner's forward, backward, clip and
 Adam at its batch size). With the three costs in core-seconds, a pipeline that keeps
 every core busy on exactly that work trains at most ``cores / (sum of costs)``
-transitions per second: the bound the trainer is measured against.
+transitions per second: the bound the trainer is measured against. The costs are those of
+a core while every core runs the same stage, as every core is busy in such a pipeline;
+the costs of one core with the others idle are kept beside them.
 
 That bound lets any core do any stage. The trainer's processes cannot share work that way:
 a child steps and infers on its core, the learner trains on its own, and the slower side
@@ -260,8 +262,8 @@ def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
 def side_speeds(limits: dict, run: dict, children: int, learner_threads: int) -> dict[str, float]:
     """Each side's rate inside a run, per second it did not wait on the other, as a share of
     its probed rate. A run below its layout's cap says which side fell short of the probe:
-    the probe's rounds come before and after the window, so a side slowed during it (by
-    the other core, the host, or the pipeline's own work) shows here and nowhere else."""
+    the probe times each stage in a hot loop of its own while the trainer is paused, so a
+    side slowed by the pipeline's own work (or the host between rounds) shows here."""
     rate = run["transitions_per_second"]
     learner_seconds = run["learner_busy_fraction"]
     children_seconds = children - run["child_wait_seconds_per_second"]
