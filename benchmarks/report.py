@@ -79,9 +79,9 @@ def _pong_section(pong: dict) -> list[str]:
         "",
     ]
     if ours.get("paused_seconds"):
-        lines.append(f"Rates count the window's {ours['window_seconds']:.0f} running seconds; the busy, "
-                     f"waiting and blocked figures come from the "
-                     f"{ours['between_pauses_seconds']:.0f} of them in report intervals without a pause.")
+        lines.append(f"Every figure counts {len(ours['segment_transitions_per_second'])} segments, "
+                     f"{ours['window_seconds']:.0f} running seconds in all, each starting "
+                     f"{ours['settle_seconds']:.0f} s after the trainer resumed from a probe round.")
     if "fraction_of_bound" in pong:
         of_cap = (f" ({pong['fraction_of_layout_cap']:.1%} of its layout's cap)"
                   if "fraction_of_layout_cap" in pong else "")

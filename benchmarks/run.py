@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.trainer_args:  # other flags may change the layout
                 results["pong"]["fraction_of_layout_cap"] = (
                     ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
-                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours["between_pauses"],
+                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours,
                                                              **results["probe"]["layout"])
         if with_sb3:
             n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process

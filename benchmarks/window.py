@@ -8,11 +8,12 @@ falling together). So the caller may take a probe round at every segment boundar
 the trainer's whole process tree is stopped (SIGSTOP, then SIGCONT), and the bound then
 samples the machine all through the window.
 
-Rates count running time only: a record's clock, less the pauses before it. A wait or a
-step that a pause cuts in two counts the pause as its own, so the learner's busy and
-waiting seconds and the children's blocked seconds come from the report intervals that
-hold no pause. The trainer writes a record as soon as it resumes (its report interval has
-passed on the wall clock), so those intervals cover nearly all of the running time.
+A resumed trainer runs slower for a few seconds: in a Pong window paused for 6.5 s at each
+boundary, the first 5-second report interval after each resume trained 941-998
+transitions/s with the learner 0.86-0.93 busy, the next one 1,039-1,100 at 0.92-0.97. So
+after each pause the trainer runs ``settle`` seconds uncounted, and a segment counts from
+its first report record after that to the first record ``segment_seconds`` later. No
+counted interval holds a pause, so every figure comes from the same running seconds.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import pairwise
 from pathlib import Path
 
 import psutil
@@ -34,7 +34,9 @@ from a3c.load import PROGRESS_FILE, window_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 SEGMENT_SECONDS = 10.0
-"""Running seconds of the window between two probe rounds."""
+"""Counted running seconds between two probe rounds."""
+SETTLE_SECONDS = 5.0
+"""Running seconds after a pause before a segment starts counting."""
 POLL_SECONDS = 0.01
 RECORD_TIMEOUT_SECONDS = 120.0
 """Longest wait for the trainer's next record (start-up included) before giving up."""
@@ -150,53 +152,68 @@ class ProgressFollower:
         return [json.loads(line) for line in lines if line]
 
 
-def running_records(records: list[dict], pauses: dict[int, float]) -> list[dict]:
-    """The records with ``seconds`` on the running clock: less every pause taken before each
-    was written. ``pauses`` maps a record's index to the pause taken right after it."""
-    shifted, paused_so_far = [], 0.0
-    for index, record in enumerate(records):
-        shifted.append(record | {"seconds": record["seconds"] - paused_so_far})
-        paused_so_far += pauses.get(index, 0.0)
-    return shifted
-
-
 def _summed_intervals(intervals: list[tuple[dict, dict]]) -> dict:
-    """One interval whose every counter is the sum of the given intervals' changes."""
+    """The rates of one interval whose every counter is the sum of the given intervals'
+    changes."""
     numeric = [key for key, value in intervals[0][0].items() if isinstance(value, (int, float))]
     totals = {key: sum(end[key] - start[key] for start, end in intervals) for key in numeric}
     return window_rates(dict.fromkeys(numeric, 0), totals)
 
 
-def window_figures(records: list[dict], marks: list[int], pauses: dict[int, float]) -> dict:
-    """The window from record ``marks[0]`` to ``marks[-1]``, with a pause after any record
-    in ``pauses``: throughput and policy lag over the whole window's running time, the time
-    split over the intervals without a pause, and each segment's throughput."""
-    running = running_records(records, pauses)
-    whole = window_rates(running[marks[0]], running[marks[-1]])
-    unpaused = [(running[index], running[index + 1]) for index in range(marks[0], marks[-1])
-                if index not in pauses]
-    between_pauses = _summed_intervals(unpaused) if unpaused else whole
-    time_split = ("learner_busy_fraction", "learner_wait_fraction", "child_wait_seconds_per_second")
+def window_figures(records: list[dict], segments: list[tuple[int, int]], pauses: list[float]) -> dict:
+    """Rates over the segments (each a pair of record indices, no pause inside) as if they
+    ran back to back, and each segment's throughput."""
+    intervals = [(records[start], records[end]) for start, end in segments]
     return {
-        **whole, **{key: between_pauses[key] for key in time_split},
-        "window_seconds": running[marks[-1]]["seconds"] - running[marks[0]]["seconds"],
-        "between_pauses": between_pauses,
-        "between_pauses_seconds": sum(end["seconds"] - start["seconds"] for start, end in unpaused),
-        "segment_transitions_per_second": [window_rates(running[start], running[end])["transitions_per_second"]
-                                           for start, end in pairwise(marks)],
-        "paused_seconds": [pauses[index] for index in sorted(pauses)],
+        **_summed_intervals(intervals),
+        "window_seconds": sum(end["seconds"] - start["seconds"] for start, end in intervals),
+        "segment_transitions_per_second": [window_rates(start, end)["transitions_per_second"]
+                                           for start, end in intervals],
+        "paused_seconds": pauses,
     }
 
 
-def _follow(process: subprocess.Popen, follower: ProgressFollower, boundaries: list[float],
-            at_boundary: Callable[[], None] | None) -> tuple[list[dict], list[int], dict[int, float]]:
-    """Read the trainer's records until one passes the last boundary on the running clock,
-    with ``at_boundary()`` called inside a pause at the first record past each boundary."""
+class _Segmenter:
+    """Where the window's segments start and end, record by record, on the running clock
+    (a record's clock less the pauses before it)."""
+
+    def __init__(self, warmup: float, segments: int, segment_seconds: float, settle: float):
+        self.segments, self.segment_seconds, self.settle = segments, segment_seconds, settle
+        self.pause_at = warmup
+        """Running time of the next pause (None while a segment waits to start)."""
+        self.start_at: float | None = None
+        self.open_start: int | None = None
+        self.closed: list[tuple[int, int]] = []
+
+    def done(self) -> bool:
+        return len(self.closed) == self.segments
+
+    def pause_due(self, running: float) -> bool:
+        return self.pause_at is not None and running >= self.pause_at
+
+    def paused_at(self, index: int, running: float) -> None:
+        """A pause after record ``index``: it closes the open segment, and the next one
+        starts ``settle`` running seconds later."""
+        if self.open_start is not None:
+            self.closed.append((self.open_start, index))
+            self.open_start = None
+        self.pause_at, self.start_at = None, running + self.settle
+
+    def record_read(self, index: int, running: float) -> None:
+        """Opens a segment at the first record past the settling time."""
+        if self.start_at is not None and running >= self.start_at and not self.done():
+            self.open_start, self.start_at = index, None
+            self.pause_at = running + self.segment_seconds
+
+
+def _follow(process: subprocess.Popen, follower: ProgressFollower, segmenter: _Segmenter,
+            at_boundary: Callable[[], None] | None) -> tuple[list[dict], list[float]]:
+    """Read the trainer's records until its last segment closes, pausing it at each
+    boundary with ``at_boundary()`` called inside the pause (no pause where it is None)."""
     records: list[dict] = []
-    marks: list[int] = []
-    pauses: dict[int, float] = {}
+    pauses: list[float] = []
     last_record = time.monotonic()
-    while len(marks) < len(boundaries):
+    while not segmenter.done():
         if process.poll() is not None:
             raise RuntimeError(f"the trainer exited ({process.returncode}) before the window ended")
         new = follower.new_records()
@@ -207,25 +224,31 @@ def _follow(process: subprocess.Popen, follower: ProgressFollower, boundaries: l
             continue
         last_record = time.monotonic()
         records += new
-        paused_so_far = sum(pauses.values())
-        if records[-1]["seconds"] - paused_so_far < boundaries[len(marks)]:
+        running = records[-1]["seconds"] - sum(pauses)
+        segmenter.record_read(len(records) - 1, running)
+        if not segmenter.pause_due(running):
             continue
         if at_boundary is None:
-            marks.append(len(records) - 1)
+            segmenter.paused_at(len(records) - 1, running)
+            segmenter.record_read(len(records) - 1, running)
             continue
         started = time.monotonic()
         with paused(process.pid):
             records += follower.new_records()  # written between the read and the stop
-            marks.append(len(records) - 1)
+            running = records[-1]["seconds"] - sum(pauses)
+            segmenter.paused_at(len(records) - 1, running)
             at_boundary()
-        pauses[len(records) - 1] = time.monotonic() - started
-    return records, marks, pauses
+        pauses.append(time.monotonic() - started)
+    return records, pauses
 
 
 def _stop(process: subprocess.Popen) -> None:
     """SIGTERM (the trainer stops its children and saves), then SIGKILL whatever is left."""
     if process.poll() is None:
-        leftovers = _tree(process.pid)
+        try:
+            leftovers = _tree(process.pid)
+        except psutil.NoSuchProcess:  # it exited since the poll
+            leftovers = []
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=STOP_SECONDS)
@@ -241,21 +264,23 @@ def _stop(process: subprocess.Popen) -> None:
 
 def run_trainer_window(env_id: str, warmup: float, window: float, extra_args: list[str],
                        at_boundary: Callable[[], None] | None = None,
-                       segment_seconds: float = SEGMENT_SECONDS) -> dict:
-    """``run_a3c.py`` for ``warmup`` seconds, then a ``window`` of running seconds in
+                       segment_seconds: float = SEGMENT_SECONDS, settle_seconds: float = SETTLE_SECONDS) -> dict:
+    """``run_a3c.py`` for ``warmup`` seconds, then a ``window`` of counted running seconds in
     segments, with ``at_boundary()`` called while it is paused at each segment boundary (the
-    window's start and end included); rates over the window from its progress records."""
+    window's start and end included) and ``settle_seconds`` uncounted after each pause;
+    without ``at_boundary``, no pause and no settling. Rates from its progress records."""
     segments = max(1, round(window / segment_seconds))
-    boundaries = [warmup + window * index / segments for index in range(segments + 1)]
+    settle = settle_seconds if at_boundary is not None else 0.0
+    segmenter = _Segmenter(warmup, segments, window / segments, settle)
     with tempfile.TemporaryDirectory() as logdir, tempfile.TemporaryFile() as output:
         command = [sys.executable, "run_a3c.py", "-n", "bench", "--env", env_id, "--logdir", logdir,
                    "--stop-reward", "1e9", *extra_args,
                    # only a safety net if this process dies: the window ends with a SIGTERM
-                   "--max-seconds", str(warmup + window + (segments + 1) * 60 + 120)]
+                   "--max-seconds", str(warmup + window + (segments + 1) * (60 + settle) + 120)]
         process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
         try:
             with TreeMemory(process.pid) as memory:
-                records, marks, pauses = _follow(process, ProgressFollower(Path(logdir)), boundaries, at_boundary)
+                records, pauses = _follow(process, ProgressFollower(Path(logdir)), segmenter, at_boundary)
         except BaseException:
             _stop(process)
             output.seek(0)
@@ -266,6 +291,7 @@ def run_trainer_window(env_id: str, warmup: float, window: float, extra_args: li
             output.seek(0)
             raise RuntimeError(f"trainer failed ({process.returncode}):\n"
                                f"{output.read()[-2000:].decode(errors='replace')}")
-    figures = window_figures(records, marks, pauses)
-    start, end = records[marks[0]], records[marks[-1]]
-    return {"command": " ".join(command[1:]), **figures, **memory.summary(start["unix_time"], end["unix_time"])}
+    figures = window_figures(records, segmenter.closed, pauses)
+    start, end = records[segmenter.closed[0][0]], records[segmenter.closed[-1][1]]
+    return {"command": " ".join(command[1:]), **figures, "settle_seconds": settle,
+            **memory.summary(start["unix_time"], end["unix_time"])}

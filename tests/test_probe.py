@@ -143,8 +143,8 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     }
     ours = {"transitions_per_second": 600.0, "frames_per_second": 2400.0, "learner_busy_fraction": 0.9,
             "learner_wait_fraction": 0.1, "child_wait_seconds_per_second": 0.0, "policy_lag": 2.0,
-            "command": "run_a3c.py", "window_seconds": 60.2, "between_pauses_seconds": 59.6,
-            "paused_seconds": [6.5, 6.4, 6.6]}
+            "command": "run_a3c.py", "window_seconds": 60.2, "settle_seconds": 5.0,
+            "segment_transitions_per_second": [620.0, 580.0, 600.0], "paused_seconds": [6.5, 6.4, 6.6, 6.5]}
     results = {"command": "python -m benchmarks.run", "window_seconds": 60, "warmup_seconds": 30,
                "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 1, "platform": "p", "versions": {}},
                "probe": limits,
@@ -160,7 +160,8 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     assert "**82.5% of the probed bound** (90.0% of its layout's cap); 75.0% of the one-core-at-a-time bound" in report
     assert "median of 3 interleaved rounds, one at each boundary of the Pong window's segments" in report
     assert "Its 3 segments, each against the bound of the probe rounds on either side: 80.0% to 95.0%, median 85.0%" in report
-    assert "window's 60 running seconds; the busy, waiting and blocked figures come from the 60 of them" in report
+    assert ("Every figure counts 3 segments, 60 running seconds in all, each starting 5 s after the trainer "
+            "resumed from a probe round.") in report
     assert ("the learner trained at 83.3% of the probed training rate and the children acted at "
             "90.0% of the probed env step plus inference") in report
 

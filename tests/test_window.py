@@ -10,9 +10,9 @@ import pytest
 
 from benchmarks.window import (
     ProgressFollower,
+    _Segmenter,
     paused,
     run_trainer_window,
-    running_records,
     window_figures,
 )
 
@@ -25,51 +25,68 @@ def _record(seconds: float, transitions: int, busy: float, wait: float, child_wa
             "policy_lag_sum": lag_sum, "policy_lag_batches": batches}
 
 
-# A window of two segments: a 6 s pause after record 1 and a 4 s pause after record 3 (the
-# window's start is record 1, its end record 5). After each pause the trainer writes a record
-# at once; the learner was stopped inside a wait the first time and inside a step the second,
-# so those intervals count the pause as waiting or busy.
+# Two segments with a pause (6 s, then 4 s) after records 1, 3 and 5, and 1 s of settling:
+# after each pause the trainer writes a record at once (running 0.1 s later), and the
+# segment starts at the next record, 5 s on; it ends at the first record 5 s after its start.
 RECORDS = [
     _record(0.0, 0, 0.0, 0.0, 0.0),
-    _record(5.0, 5_000, 4.5, 0.5, 0.2, 10.0, 5),
-    _record(11.1, 5_100, 4.6, 6.5, 0.2, 10.0, 5),    # 0.1 s of running after a 6 s pause
-    _record(16.1, 10_100, 9.1, 7.0, 0.6, 22.0, 10),
-    _record(20.2, 10_200, 13.2, 7.0, 0.6, 22.0, 10),  # 0.1 s of running after a 4 s pause
-    _record(25.2, 14_200, 17.2, 8.0, 1.0, 30.0, 14),
+    _record(5.0, 5_000, 4.5, 0.5, 0.2, 10.0, 5),        # warm-up over: pause, round
+    _record(11.1, 5_100, 10.6, 0.5, 0.2, 10.5, 6),      # the learner was stopped mid-step
+    _record(16.1, 10_100, 15.1, 1.0, 0.6, 22.0, 10),    # segment 1 starts
+    _record(21.1, 15_100, 19.6, 1.5, 1.0, 30.0, 14),    # and ends: pause, round
+    _record(25.2, 15_200, 19.6, 5.6, 1.0, 30.0, 14),    # the learner was stopped mid-wait
+    _record(30.2, 19_200, 23.6, 6.6, 1.4, 36.0, 17),    # segment 2 starts
+    _record(35.2, 23_700, 28.0, 7.2, 1.5, 40.0, 21),    # and ends: pause, round
 ]
-PAUSES = {1: 6.0, 3: 4.0}
+PAUSES = [6.0, 4.0, 3.0]
 
 
-def test_a_records_running_clock_leaves_out_every_pause_before_it():
-    running = [record["seconds"] for record in running_records(RECORDS, PAUSES)]
-    assert running == pytest.approx([0.0, 5.0, 5.1, 10.1, 10.2, 15.2])
-    assert [record["transitions"] for record in running_records(RECORDS, PAUSES)] == [
-        record["transitions"] for record in RECORDS]
+def _segments(records: list[dict], pause_after: dict[int, float], warmup: float, segment_seconds: float,
+              settle: float, segments: int) -> list[tuple[int, int]]:
+    """Drive the segmenter as the follower does, with the pauses at the given records."""
+    segmenter = _Segmenter(warmup, segments, segment_seconds, settle)
+    paused_so_far = 0.0
+    for index, record in enumerate(records):
+        running = record["seconds"] - paused_so_far
+        segmenter.record_read(index, running)
+        if segmenter.pause_due(running):
+            assert index in pause_after, f"an unexpected pause after record {index}"
+            segmenter.paused_at(index, running)
+            if settle == 0.0:
+                segmenter.record_read(index, running)
+            paused_so_far += pause_after[index]
+        else:
+            assert index not in pause_after, f"no pause after record {index}"
+        if segmenter.done():
+            break
+    return segmenter.closed
 
 
-def test_throughput_counts_running_time_and_the_time_split_skips_intervals_with_a_pause():
-    figures = window_figures(RECORDS, marks=[1, 3, 5], pauses=PAUSES)
-    assert figures["window_seconds"] == pytest.approx(10.2)
-    assert figures["transitions_per_second"] == pytest.approx(9_200 / 10.2)
-    assert figures["frames_per_second"] == pytest.approx(4 * 9_200 / 10.2)
-    assert figures["segment_transitions_per_second"] == pytest.approx([5_100 / 5.1, 4_100 / 5.1])
-    assert figures["paused_seconds"] == [6.0, 4.0]
-    # records 2->3 and 4->5: 10 s, the learner busy 4.5 + 4.0 s and waiting 0.5 + 1.0 s
-    assert figures["between_pauses_seconds"] == pytest.approx(10.0)
-    assert figures["learner_busy_fraction"] == pytest.approx(8.5 / 10.0)
-    assert figures["learner_wait_fraction"] == pytest.approx(1.5 / 10.0)
-    assert figures["child_wait_seconds_per_second"] == pytest.approx(0.8 / 10.0)
-    assert figures["between_pauses"]["transitions_per_second"] == pytest.approx(9_000 / 10.0)
-    # policy lag is per batch, not per second: the whole window's batches
-    assert figures["policy_lag"] == pytest.approx(20.0 / 9)
+def test_segments_start_after_the_settling_time_and_end_a_segment_later():
+    pause_after = dict(zip([1, 4, 7], PAUSES))
+    assert _segments(RECORDS, pause_after, warmup=5.0, segment_seconds=5.0, settle=1.0, segments=2) == [
+        (3, 4), (6, 7)]
 
 
-def test_without_pauses_the_time_split_is_the_whole_windows():
-    records = RECORDS[:2] + [_record(10.0, 10_000, 9.0, 1.0, 0.3, 20.0, 10)]
-    figures = window_figures(records, marks=[0, 2], pauses={})
-    assert figures["learner_busy_fraction"] == pytest.approx(0.9)
-    assert figures["between_pauses"] == pytest.approx({key: figures[key] for key in figures["between_pauses"]})
-    assert figures["segment_transitions_per_second"] == pytest.approx([1_000.0])
+def test_without_pauses_the_segments_follow_each_other():
+    records = [_record(5.0 * index, 1_000 * index, 4.5 * index, 0.5 * index, 0.0) for index in range(8)]
+    assert _segments(records, {2: 0.0, 4: 0.0, 6: 0.0}, warmup=10.0, segment_seconds=10.0, settle=0.0,
+                     segments=2) == [(2, 4), (4, 6)]
+
+
+def test_every_figure_counts_the_segments_only():
+    figures = window_figures(RECORDS, [(3, 4), (6, 7)], PAUSES)
+    # records 3->4 and 6->7: 10 s, 9,500 transitions, the learner busy 4.5 + 4.4 s and
+    # waiting 0.5 + 0.6 s, the children blocked 0.4 + 0.1 s, 8 + 4 lag over 4 + 4 batches
+    assert figures["window_seconds"] == pytest.approx(10.0)
+    assert figures["transitions_per_second"] == pytest.approx(950.0)
+    assert figures["frames_per_second"] == pytest.approx(3_800.0)
+    assert figures["learner_busy_fraction"] == pytest.approx(0.89)
+    assert figures["learner_wait_fraction"] == pytest.approx(0.11)
+    assert figures["child_wait_seconds_per_second"] == pytest.approx(0.05)
+    assert figures["policy_lag"] == pytest.approx(12.0 / 8)
+    assert figures["segment_transitions_per_second"] == pytest.approx([1_000.0, 900.0])
+    assert figures["paused_seconds"] == PAUSES
 
 
 def test_the_follower_returns_whole_records_only_and_each_once(tmp_path):
@@ -127,15 +144,14 @@ def test_a_real_trainer_is_paused_at_each_segment_boundary_and_stopped_after_the
 
     figures = run_trainer_window("CartPole-v1", warmup=1.0, window=3.0,
                                  extra_args=["--report-interval", "0.25"], at_boundary=at_boundary,
-                                 segment_seconds=1.5)
+                                 segment_seconds=1.5, settle_seconds=0.5)
     assert len(boundary_states) == 3  # the window's start, middle and end
     assert all(states and set(states) == {psutil.STATUS_STOPPED} for states in boundary_states)
     assert len(figures["segment_transitions_per_second"]) == 2
     assert len(figures["paused_seconds"]) == 3 and min(figures["paused_seconds"]) >= 0.5
-    # a segment ends at the first record past its boundary on the running clock
+    # a segment ends at the first record 1.5 running seconds after it starts
     assert 3.0 <= figures["window_seconds"] < 3.0 + 2 * 0.25 + 0.5
-    assert figures["transitions_per_second"] > 0
-    assert figures["between_pauses_seconds"] > 0.8 * figures["window_seconds"]
+    assert figures["transitions_per_second"] > 0 and figures["settle_seconds"] == 0.5
     _no_children_left()
 
 
