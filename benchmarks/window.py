@@ -179,31 +179,31 @@ class _Segmenter:
 
     def __init__(self, warmup: float, segments: int, segment_seconds: float, settle: float):
         self.segments, self.segment_seconds, self.settle = segments, segment_seconds, settle
-        self.pause_at = warmup
-        """Running time of the next pause (None while a segment waits to start)."""
-        self.start_at: float | None = None
+        self.next_boundary: float | None = warmup
+        """Running time of the next boundary (None while a segment waits to start)."""
+        self.next_start: float | None = None
         self.open_start: int | None = None
         self.closed: list[tuple[int, int]] = []
 
     def done(self) -> bool:
         return len(self.closed) == self.segments
 
-    def pause_due(self, running: float) -> bool:
-        return self.pause_at is not None and running >= self.pause_at
+    def boundary_due(self, running: float) -> bool:
+        return self.next_boundary is not None and running >= self.next_boundary
 
-    def paused_at(self, index: int, running: float) -> None:
-        """A pause after record ``index``: it closes the open segment, and the next one
-        starts ``settle`` running seconds later."""
+    def boundary_at(self, index: int, running: float) -> None:
+        """A boundary after record ``index`` (where the trainer pauses, if it does): it
+        closes the open segment, and the next one starts ``settle`` running seconds later."""
         if self.open_start is not None:
             self.closed.append((self.open_start, index))
             self.open_start = None
-        self.pause_at, self.start_at = None, running + self.settle
+        self.next_boundary, self.next_start = None, running + self.settle
 
     def record_read(self, index: int, running: float) -> None:
         """Opens a segment at the first record past the settling time."""
-        if self.start_at is not None and running >= self.start_at and not self.done():
-            self.open_start, self.start_at = index, None
-            self.pause_at = running + self.segment_seconds
+        if self.next_start is not None and running >= self.next_start and not self.done():
+            self.open_start, self.next_start = index, None
+            self.next_boundary = running + self.segment_seconds
 
 
 def _follow(process: subprocess.Popen, follower: ProgressFollower, segmenter: _Segmenter,
@@ -226,17 +226,17 @@ def _follow(process: subprocess.Popen, follower: ProgressFollower, segmenter: _S
         records += new
         running = records[-1]["seconds"] - sum(pauses)
         segmenter.record_read(len(records) - 1, running)
-        if not segmenter.pause_due(running):
+        if not segmenter.boundary_due(running):
             continue
         if at_boundary is None:
-            segmenter.paused_at(len(records) - 1, running)
+            segmenter.boundary_at(len(records) - 1, running)
             segmenter.record_read(len(records) - 1, running)
             continue
         started = time.monotonic()
         with paused(process.pid):
             records += follower.new_records()  # written between the read and the stop
             running = records[-1]["seconds"] - sum(pauses)
-            segmenter.paused_at(len(records) - 1, running)
+            segmenter.boundary_at(len(records) - 1, running)
             at_boundary()
         pauses.append(time.monotonic() - started)
     return records, pauses

@@ -49,9 +49,9 @@ def _segments(records: list[dict], pause_after: dict[int, float], warmup: float,
     for index, record in enumerate(records):
         running = record["seconds"] - paused_so_far
         segmenter.record_read(index, running)
-        if segmenter.pause_due(running):
+        if segmenter.boundary_due(running):
             assert index in pause_after, f"an unexpected pause after record {index}"
-            segmenter.paused_at(index, running)
+            segmenter.boundary_at(index, running)
             if settle == 0.0:
                 segmenter.record_read(index, running)
             paused_so_far += pause_after[index]
