@@ -43,12 +43,18 @@ RECORD_TIMEOUT_SECONDS = 120.0
 STOP_SECONDS = 30.0
 
 
+def _tree(pid: int) -> list[psutil.Process]:
+    """A process and all its descendants."""
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
 class TreeMemory:
     """Samples the summed RSS and PSS of a process and all its descendants once a second,
     stamped with ``time.time()`` so that they line up with the run's progress records."""
 
     def __init__(self, pid: int):
-        self.root = psutil.Process(pid)
+        self.pid = pid
         self.samples: list[tuple[float, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -65,7 +71,7 @@ class TreeMemory:
         while not self._stop.wait(1.0):
             rss = pss = 0
             try:
-                processes = [self.root, *self.root.children(recursive=True)]
+                processes = _tree(self.pid)
             except psutil.NoSuchProcess:
                 return
             for process in processes:
@@ -89,11 +95,6 @@ class TreeMemory:
             "window_start_rss_mib": in_window[0][1] / mib,
             "window_end_rss_mib": in_window[-1][1] / mib,
         }
-
-
-def _tree(pid: int) -> list[psutil.Process]:
-    root = psutil.Process(pid)
-    return [root, *root.children(recursive=True)]
 
 
 def _wait_until_stopped(processes: list[psutil.Process]) -> None:
