@@ -31,6 +31,7 @@ from a3c.pool import WorkerDied, WorkerPool
 from a3c.signals import StopSignals
 from a3c.worker import worker_main
 from lib.allocator import keep_freed_memory
+from lib.denormals import flush_denormals
 from lib.envs import EnvInfo, describe_env
 from lib.models import build_net
 from lib.trackers import MeanTracker, ProgressReporter, RewardTracker
@@ -131,6 +132,7 @@ def share_net(config: Config) -> SharedNet:
     np.random.seed(config.seed)
     torch.set_num_threads(config.learner_threads)
     keep_freed_memory()
+    flush_denormals()  # before the net's first forward pass starts torch's threads
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info).to(device)

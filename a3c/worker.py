@@ -18,6 +18,7 @@ from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.batch import TransitionBuffer
+from lib.denormals import flush_denormals
 from lib.experience import TransitionBatch
 
 
@@ -32,6 +33,7 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     torch.set_num_threads(1)
     keep_freed_memory()
+    flush_denormals()
     try:
         collect(config, net, policy_version, channel, seed)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits

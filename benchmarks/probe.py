@@ -38,6 +38,7 @@ import torch
 from a3c.learner import Learner
 from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 from lib.allocator import keep_freed_memory
+from lib.denormals import flush_denormals
 from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
 from lib.models import build_net, evaluate
@@ -111,8 +112,9 @@ def _built_stages(env_id: str, child_batch: int, learner_batch: int,
                   bf16: bool) -> tuple[list[tuple[Callable[[], object], int]], Callable[[], None]]:
     """The three stages as (work, items per call), in the pipeline's order, and how to close
     them; built on one thread, as each runs in the trainer."""
-    # the trainer's processes keep freed memory; so must every process that times its stages
+    # every process that times the stages runs them with the trainer's memory and float modes
     keep_freed_memory()
+    flush_denormals()
     with _one_thread():
         env_step, close_envs = env_stage(env_id, child_batch)
         stages = [(env_step, child_batch), (inference_stage(env_id, child_batch, bf16), child_batch),

@@ -92,3 +92,14 @@ class MultiDiscreteEnv(CountingEnv):
 
 
 gym.register("MultiDiscrete-v0", entry_point=MultiDiscreteEnv)
+
+
+class FloatModeEnv(CountingEnv):
+    """Counting, but every observation is half of float32's smallest normal number, worked
+    out in the thread that steps the env: 0 where that thread flushes denormals."""
+
+    def _observation(self) -> np.ndarray:
+        return np.array([np.float32(np.finfo(np.float32).tiny) * np.float32(0.5)], dtype=np.float32)
+
+
+gym.register("FloatMode-v0", entry_point=FloatModeEnv)

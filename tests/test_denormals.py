@@ -1,0 +1,87 @@
+"""Denormal flushing: the slowdown it prevents, and every trainer process having it."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from a3c.learner import make_adam
+from a3c.messages import Transitions
+from a3c.train import share_net
+from lib.denormals import flush_denormals
+from tests.helpers import receive, toy_config, toy_pool
+from tests.toy_envs import FloatModeEnv
+
+SMALLEST_NORMAL = float(np.finfo(np.float32).tiny)
+
+
+def half_smallest_normal() -> float:
+    """0.0 where this thread flushes denormals, 5.9e-39 where it does not."""
+    return float(torch.tensor(SMALLEST_NORMAL) * 0.5)
+
+
+@pytest.fixture
+def flushing():
+    """Flushing off to begin with (the mode belongs to the thread, and so outlives a test),
+    then switched on by the code under test, and off again afterwards."""
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU has no mode that flushes denormals")
+    assert half_smallest_normal() > 0.0
+    yield
+    torch.set_flush_denormal(False)
+
+
+def first_moments_of_a_dead_unit(steps: int) -> torch.Tensor:
+    """Adam's first moment of weights that got one gradient and then only zeros, as the
+    weights of a ReLU unit that stopped firing do."""
+    layer = nn.Linear(4, 4, bias=False)
+    adam = make_adam(layer, lr=1e-3, eps=1e-3)
+    layer.weight.grad = torch.full_like(layer.weight, 1e-3)
+    adam.step()
+    layer.weight.grad = torch.zeros_like(layer.weight)
+    for _ in range(steps):
+        adam.step()
+    return adam.state[layer.weight]["exp_avg"]
+
+
+def test_adam_leaves_denormal_moments_behind_a_dead_unit_unless_flushed(flushing):
+    # 1e-4 * 0.9**800 is 5e-41: below the smallest normal, above the smallest denormal
+    unflushed = first_moments_of_a_dead_unit(800)
+    assert ((unflushed > 0) & (unflushed < SMALLEST_NORMAL)).all()  # checked before flushing
+    assert flush_denormals()
+    assert (first_moments_of_a_dead_unit(800) == 0).all()
+
+
+def test_threads_started_after_flushing_flush_too(flushing):
+    assert flush_denormals()
+    in_new_thread = []
+    thread = threading.Thread(target=lambda: in_new_thread.append(half_smallest_normal()))
+    thread.start()
+    thread.join()
+    assert half_smallest_normal() == 0.0
+    assert in_new_thread == [0.0]
+
+
+def test_the_learner_process_flushes(flushing):
+    share_net(toy_config())
+    assert half_smallest_normal() == 0.0
+
+
+@pytest.mark.timeout(120)
+def test_children_flush_in_the_thread_that_steps_their_envs(flushing):
+    pool = toy_pool(toy_config("tests.toy_envs:FloatMode-v0", processes=1))
+    pool.start()
+    try:
+        (message,) = receive(pool, 1)
+        while not isinstance(message, Transitions):
+            (message,) = receive(pool, 1)
+    finally:
+        pool.close()
+    assert (message.batch.states == 0.0).all()
+    # the same env reset here, where flushing is off, gives the denormal
+    here, _ = FloatModeEnv().reset()
+    assert (here > 0.0).all()
+
