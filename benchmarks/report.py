@@ -144,6 +144,19 @@ def _solve_cell(run: dict) -> str:
     return f"{run['wall_seconds']:.1f}" + ("" if run["solved"] else " (not solved)")
 
 
+def _denormals_section(denormals: dict) -> list[str]:
+    if not denormals["supported"]:
+        return ["### Flushing denormals", "", "This CPU has no mode that flushes denormals.", ""]
+    return [
+        "### Flushing denormals", "",
+        (f"The learner's fused Adam step on the Pong net ({denormals['parameters']:,} parameters), with "
+         f"{denormals['dead_share']:.0%} of each layer's units dead (zero gradients, denormal first "
+         f"moments): {denormals['unflushed_ms']:.1f} ms computing the denormals, "
+         f"{denormals['flushed_ms']:.1f} ms flushing them, as the trainer does: "
+         f"**{denormals['slowdown']:.1f}x**."), "",
+    ]
+
+
 def markdown_report(results: dict) -> str:
     machine = results["machine"]
     versions = ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
@@ -156,6 +169,8 @@ def markdown_report(results: dict) -> str:
         (f"Pong figures are rates over a {results['window_seconds']:.0f}-second window after "
         f"{results['warmup_seconds']:.0f} seconds of warm-up."), "",
     ]
+    if "denormals" in results:
+        lines += _denormals_section(results["denormals"])
     if "probe" in results:
         lines += _probe_section(results["probe"], through_window="pong" in results)
     if "pong" in results:

@@ -5,7 +5,8 @@
     python -m benchmarks.run --only pong --trainer-args="--processes 2 --envs-per-process 16"
     python -m benchmarks.run --only probe --only pong --bf16   # bfloat16 acting and training
 
-In one run on this machine: (1) probe the per-core rates and the bound they imply, a
+In one run on this machine: (0) time the learner's Adam step with and without denormals
+flushed; (1) probe the per-core rates and the bound they imply, a
 round at each boundary of the Pong window's segments while the trainer is paused;
 (2) run the trainer on Pong for a window after warm-up and report trained transitions/s,
 frames/s, the learner's busy and waiting fractions, children's blocked time, policy lag
@@ -33,6 +34,7 @@ import psutil
 
 from a3c.config import ATARI_PRESET
 from a3c.load import read_progress
+from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
 from benchmarks.report import markdown_report, plot_cartpole
 from benchmarks.steal import StealMeter
@@ -201,7 +203,7 @@ def segment_fractions(probe: dict, ours: dict) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
-    parser.add_argument("--only", choices=["probe", "pong", "cartpole", "modes"], action="append",
+    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes"], action="append",
                         help="run only these parts (repeatable); modes (data against grads) runs "
                              "only when named")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
     parser.add_argument("--docs", action="store_true", help="rewrite docs/benchmarks.md from this run")
     args = parser.parse_args(argv)
-    parts = set(args.only or ["probe", "pong", "cartpole"])
+    parts = set(args.only or ["denormals", "probe", "pong", "cartpole"])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
@@ -228,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--results {args.results}: {error.strerror}")
     results: dict = {"command": " ".join(["python -m benchmarks.run", *(argv or sys.argv[1:])]),
                      "machine": machine(), "warmup_seconds": warmup, "window_seconds": window}
+    if "denormals" in parts:
+        results["denormals"] = adam_with_and_without_flushing(PONG)
+        print("denormals:", json.dumps(results["denormals"]), flush=True)
     probe = None
     if "probe" in parts:
         probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size, bf16=args.bf16)
