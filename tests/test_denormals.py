@@ -13,6 +13,7 @@ from a3c.learner import make_adam
 from a3c.messages import Transitions
 from a3c.train import share_net
 from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushing
+from benchmarks.probe import LimitProbe
 from benchmarks.report import _denormals_section
 from lib.denormals import flush_denormals
 from tests.helpers import receive, toy_config, toy_pool
@@ -88,6 +89,11 @@ def test_children_flush_in_the_thread_that_steps_their_envs(flushing):
     # the same env reset here, where flushing is off, gives the denormal
     here, _ = FloatModeEnv().reset()
     assert (here > 0.0).all()
+
+
+def test_the_probe_times_its_stages_flushing_as_the_trainer_runs_them(flushing):
+    LimitProbe("CartPole-v1", child_batch=8, learner_batch=16, seconds=0.05).close()
+    assert half_smallest_normal() == 0.0
 
 
 def test_the_benchmark_kills_whole_units_and_leaves_the_thread_flushing(flushing):
