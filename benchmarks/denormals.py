@@ -2,8 +2,8 @@
 
 The optimizer state is set up as a Pong run's was after ~800 steps (``lib.denormals``):
 the weights and bias of a share of each layer's units (those that stopped firing) with
-zero gradients and denormal first moments, the rest ordinary. Both modes step the same state in the same process, one after
-the other, a few times over.
+zero gradients and denormal first moments, the rest ordinary. Both modes step the same
+state in the same process, one after the other, a few times over.
 """
 from __future__ import annotations
 
