@@ -9,9 +9,9 @@ Pong runs 1.2-1.3 million of the net's 3.3 million first-moment entries were den
 about 5 (stepping from a checkpoint: 20.5 ms, against 5.0 flushing), and two trainers fell
 from 1,207-1,224 transitions/s at 30-60 s to 1,006-1,055 at 150-180 s. With flushing,
 clipping and Adam together stayed at 7-11 ms over runs of 200 and 300 s
-(docs/performance.md). Flushing (FTZ and DAZ) sets
-results and inputs below the smallest normal to zero: moments that small move no weight
-(Adam divides them by at least its eps, 1e-3), so learning is unchanged.
+(docs/performance.md). Flushing (FTZ and DAZ) sets results and inputs below the smallest
+normal to zero: moments that small move no weight (Adam divides them by at least its eps,
+1e-3), so learning is unchanged.
 """
 from __future__ import annotations
 
