@@ -22,6 +22,7 @@ import importlib.util
 import json
 import platform
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -200,6 +201,16 @@ def segment_fractions(probe: dict, ours: dict) -> list[float]:
             for index, rate in enumerate(ours["segment_transitions_per_second"])]
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise SystemExit, so that a benchmark told to stop while the trainer is
+    paused resumes and stops it (``run_trainer_window``'s cleanup) instead of leaving a
+    stopped process tree behind, which not even the trainer's --max-seconds would end."""
+    def raise_exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, raise_exit)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
@@ -216,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
     parser.add_argument("--docs", action="store_true", help="rewrite docs/benchmarks.md from this run")
     args = parser.parse_args(argv)
+    exit_on_sigterm()
     parts = set(args.only or ["denormals", "probe", "pong", "cartpole"])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)

@@ -15,6 +15,7 @@ from benchmarks.window import (
     run_trainer_window,
     window_figures,
 )
+from tests.helpers import alive
 
 
 def _record(seconds: float, transitions: int, busy: float, wait: float, child_wait: float,
@@ -174,3 +175,36 @@ def test_a_trainer_that_exits_before_its_window_is_reported_at_once():
         run_trainer_window("CartPole-v1", warmup=1.0, window=2.0, extra_args=["--lr", "-1"])
     assert time.monotonic() - started < 60
     _no_children_left()
+
+
+# A benchmark process that pauses its CartPole trainer at the first boundary and stays there
+PAUSED_FOREVER = """
+import time
+from benchmarks.run import exit_on_sigterm
+from benchmarks.window import run_trainer_window
+exit_on_sigterm()
+run_trainer_window("CartPole-v1", warmup=1.0, window=2.0, extra_args=[],
+                   at_boundary=lambda: time.sleep(600))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_benchmark_stopped_with_sigterm_while_its_trainer_is_paused_leaves_no_process():
+    benchmark = subprocess.Popen([sys.executable, "-c", PAUSED_FOREVER])
+    deadline = time.monotonic() + 60
+    while True:
+        tree = psutil.Process(benchmark.pid).children(recursive=True)
+        if tree and all(member.status() == psutil.STATUS_STOPPED for member in tree):
+            break
+        assert time.monotonic() < deadline, "the trainer was never paused"
+        time.sleep(0.2)
+    try:
+        benchmark.terminate()
+        assert benchmark.wait(timeout=60) == 128 + 15
+        assert alive([member.pid for member in tree]) == []
+    finally:  # a stopped tree left by a failure would outlive the test run
+        for member in tree:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
