@@ -22,10 +22,13 @@ def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
     return Config(**settings)
 
 
-def toy_pool(config: Config) -> WorkerPool:
+def toy_pool(config: Config, net: torch.nn.Module | None = None) -> WorkerPool:
+    """A pool of real children on ``config``'s toy env, acting with ``net`` (in shared
+    memory) or a fresh net of seed 0."""
     torch.manual_seed(0)
     env_info = describe_env(config.env_id)
-    net = build_net(env_info)
+    if net is None:
+        net = build_net(env_info)
     net.share_memory()
     policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
     return WorkerPool(worker_main, (config, net, policy_version), config.processes,

@@ -1,4 +1,5 @@
 """The worker pool and its bounded queue, with real spawned children on the counting env."""
+import dataclasses
 import os
 import signal
 import time
@@ -6,6 +7,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+import torch
 import torch.multiprocessing as mp
 
 from a3c.messages import EpisodeEnded, Gradients, Transitions
@@ -127,3 +129,48 @@ def test_grads_mode_children_send_whole_gradients_of_their_own_batches(pool_fact
         assert message.gradient.shape == (size,) and np.isfinite(message.gradient).all()
         assert message.transitions == 6 and message.policy_version == 0
         assert np.abs(message.gradient).sum() > 0
+
+
+def test_children_act_on_the_learners_weights_not_a_copy(pool_factory):
+    """In data mode the child's acting pass reads the shared net itself: a change the learner
+    makes in place shows in the next bootstrap values the child sends. (With ``--cuda`` the
+    same net lives on the GPU, so a per-child copy would also cost GPU memory.)"""
+    config = toy_config(processes=1, queue_size=2)
+    net = build_net(describe_env(config.env_id))
+    pool = pool_factory(config, net)
+    pool.start()
+    before = next(m for m in receive(pool, 4) if isinstance(m, Transitions)).batch
+    assert not np.any(before.last_values[~before.dones] == 7.0)
+    with torch.no_grad():
+        for parameter in net.value.parameters():
+            parameter.zero_()
+        net.value[-1].bias.fill_(7.0)
+    for _ in range(200):
+        (message,) = receive(pool, 1)
+        if isinstance(message, Transitions):
+            values = message.batch.last_values[~message.batch.dones]
+            if len(values) and np.all(values == 7.0):
+                return
+    pytest.fail("the child never acted on the learner's new weights")
+
+
+def _tensor_fields(record: object, path: str = "record") -> list[str]:
+    """Paths of every torch tensor inside a (nested) dataclass record."""
+    if isinstance(record, torch.Tensor):
+        return [path]
+    if dataclasses.is_dataclass(record):
+        return [found for field in dataclasses.fields(record)
+                for found in _tensor_fields(getattr(record, field.name), f"{path}.{field.name}")]
+    return []
+
+
+@pytest.mark.parametrize("mode", ["data", "grads"])
+def test_records_from_children_hold_numpy_arrays_and_numbers_only(pool_factory, mode):
+    """No torch tensor travels the queue, so with ``--cuda`` no CUDA tensor can: the
+    children's values, gradients and loss terms all leave as numpy or plain floats."""
+    pool = pool_factory(toy_config(processes=1, mode=mode, batch_size=6))
+    pool.start()
+    messages = receive(pool, 12)
+    assert {type(message) for message in messages} >= {Gradients if mode == "grads" else Transitions}
+    assert [found for message in messages for found in _tensor_fields(message)] == []
+    assert _tensor_fields(EpisodeEnded(0, EpisodeResult(torch.tensor(1.0), 5))) == ["record.episode.reward"]
