@@ -209,9 +209,12 @@ class LimitProbe:
 
     def limits(self) -> dict:
         """Per-core rates of the stages with every core busy (median of all rounds so far)
-        and the bound they imply; under "one_core", the same with the other cores idle."""
+        and the bound they imply, each round's own bound in the order taken (how far the
+        machine's speed moved); under "one_core", the same rates with the other cores idle."""
+        all_core = _stage_limits(self.all_core_readings)
         return {
-            **_stage_limits(self.all_core_readings),
+            **all_core,
+            "round_bounds": round_bounds(all_core),
             "cores": os.cpu_count() or 1,
             "inference_batch": self.child_batch,
             "training_batch": self.learner_batch,

@@ -35,7 +35,18 @@ def _probe_section(probe: dict, through_window: bool) -> list[str]:
     if one_core:
         lines.append(f"At the rates of one core with the others idle, {one_core['core_ms_per_transition']:.2f} "
                      f"core-ms and {one_core['bound_transitions_per_second']:,.0f} transitions/s.")
+    lines += _round_bounds_line(probe.get("round_bounds", []))
     return [*lines, "", *_layout_lines(probe), f"CPU steal during the probe: {_share(probe.get('cpu_steal'))}.", ""]
+
+
+def _round_bounds_line(bounds: list[float]) -> list[str]:
+    """Each round's own bound, so that a reader sees whether the machine held its speed:
+    a window whose rounds differ widely mixes fast and slow spans against one median."""
+    if len(bounds) < 2:
+        return []
+    listed = ", ".join(f"{bound:,.0f}" for bound in bounds)
+    return [(f"Each round's own bound, in the order taken: {listed} "
+             f"(the slowest {min(bounds) / max(bounds):.0%} of the fastest).")]
 
 
 def _layout_lines(probe: dict) -> list[str]:

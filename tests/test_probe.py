@@ -65,6 +65,8 @@ def test_with_pong_one_round_is_taken_at_each_boundary_the_window_calls(probe):
     results = probe_through_pong(probe, with_pong=True, run_pong=pong_window)
     assert rounds_taken == [1, 2, 3]
     assert results["probe"]["rounds"] == 3
+    assert results["probe"]["round_bounds"] == pytest.approx(round_bounds(results["probe"]))
+    assert len(results["probe"]["round_bounds"]) == 3
     assert results["ours"]["transitions_per_second"] == 1.0
     assert "cpu_steal" in results["ours"] and "cpu_steal" in results["probe"]
 
@@ -140,6 +142,7 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
                                                     "bound_transitions_per_second": 800.0}, "training_batch": 128, "cores": 2, "core_ms_per_transition": 2.75,
         "bound_transitions_per_second": 2 / 2.75e-3, "cpu_steal": 0.0,
         "layout": {"children": 1, "learner_threads": 1}, "layout_cap_transitions_per_second": 1000 / 1.5,
+        "round_bounds": [800.0, 1000.0, 1250.0],
     }
     ours = {"transitions_per_second": 600.0, "frames_per_second": 2400.0, "learner_busy_fraction": 0.9,
             "learner_wait_fraction": 0.1, "child_wait_seconds_per_second": 0.0, "policy_lag": 2.0,
@@ -159,6 +162,7 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
     assert "At the rates of one core with the others idle, 2.50 core-ms and 800 transitions/s." in report
     assert "**82.5% of the probed bound** (90.0% of its layout's cap); 75.0% of the one-core-at-a-time bound" in report
     assert "median of 3 interleaved rounds, one at each boundary of the Pong window's segments" in report
+    assert "Each round's own bound, in the order taken: 800, 1,000, 1,250 (the slowest 64% of the fastest)." in report
     assert "Its 3 segments, each against the bound of the probe rounds on either side: 80.0% to 95.0%, median 85.0%" in report
     assert ("Every figure counts 3 segments, 60 running seconds in all, each starting 5 s after the trainer "
             "resumed from a probe round.") in report
