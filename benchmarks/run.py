@@ -36,7 +36,7 @@ import psutil
 from a3c.config import ATARI_PRESET
 from a3c.load import read_progress
 from benchmarks.denormals import adam_with_and_without_flushing
-from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
+from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import markdown_report, plot_cartpole
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
@@ -196,7 +196,7 @@ def probe_through_pong(probe: LimitProbe | None, with_pong: bool,
 
 def segment_fractions(probe: dict, ours: dict) -> list[float]:
     """Each segment's throughput against the mean bound of the two probe rounds either side."""
-    bounds = round_bounds(probe)
+    bounds = probe["round_bounds"]
     return [rate / ((bounds[index] + bounds[index + 1]) / 2)
             for index, rate in enumerate(ours["segment_transitions_per_second"])]
 

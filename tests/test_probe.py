@@ -91,6 +91,7 @@ def test_each_segment_is_compared_with_the_rounds_on_either_side(monkeypatch):
     limits = {"stage_readings": [[1000.0, 500.0, 1000.0], [2000.0, 1000.0, 2000.0], [800.0, 400.0, 800.0]]}
     # 1 + 0.5 + 1.25 = 2.75 core-ms a transition in rounds 1 and 3, twice that in round 2
     assert round_bounds(limits) == pytest.approx([2 / 2.75e-3, 1 / 2.75e-3, 2 / 2.75e-3])
+    limits["round_bounds"] = round_bounds(limits)  # as LimitProbe.limits records them
     ours = {"segment_transitions_per_second": [300.0, 250.0]}
     between_rounds = 1.5 / 2.75e-3
     assert segment_fractions(limits, ours) == pytest.approx([300.0 / between_rounds, 250.0 / between_rounds])
