@@ -36,18 +36,31 @@ class AtariA2C(nn.Module):
         return self.policy(features), self.value(features).squeeze(-1)
 
 
+SCALING_CHUNK = 8
+"""Frames converted at a time on the CPU: 8 Pong frames as float32 (0.9 MB) stay in a
+core's L2. A GPU converts the whole batch at once, since chunks would only add launches."""
+
+
 def _scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     """uint8 (N, C, H, W) frames as float32 in [0, 1], laid out channels-last.
 
-    One strided copy per channel into an (N, H, W, C) buffer: at the children's batch of 32
-    Pong frames this takes 1.4 ms, where ``.to(memory_format=channels_last)`` takes 3.2 ms
-    (its generic transpose is slow with 4 channels innermost).
+    One strided copy per channel into an (N, H, W, C) buffer, where
+    ``.to(memory_format=channels_last)`` takes more than twice as long (its generic
+    transpose is slow with 4 channels innermost). The copies and the scaling go
+    ``SCALING_CHUNK`` frames at a time, so the four passes over each part of the buffer hit
+    L2 rather than L3. That pays in the learner, whose batch of 128 (14 MB of floats) comes
+    fresh after a backward pass: 4.2-4.5 ms against 5.6-6.1 ms, about 1 ms (1.2%) of its
+    step. At the children's batch of 32 it saves only about 0.02 ms.
     """
     batch, channels, height, width = frames.shape
     scaled = torch.empty((batch, height, width, channels), dtype=torch.float32, device=frames.device)
-    for channel in range(channels):
-        scaled[..., channel].copy_(frames[:, channel])
-    return scaled.mul_(1 / 255.0).permute(0, 3, 1, 2)
+    step = SCALING_CHUNK if frames.device.type == "cpu" else max(batch, 1)
+    for start in range(0, batch, step):
+        chunk = scaled[start:start + step]
+        for channel in range(channels):
+            chunk[..., channel].copy_(frames[start:start + step, channel])
+        chunk.mul_(1 / 255.0)
+    return scaled.permute(0, 3, 1, 2)
 
 
 class MlpA2C(nn.Module):

@@ -1,7 +1,15 @@
 """The nets' input handling and the children's action sampling."""
 import torch
 
-from lib.models import AtariA2C, MlpA2C, evaluate, greedy_actions, sample_actions
+from lib.models import (
+    SCALING_CHUNK,
+    AtariA2C,
+    MlpA2C,
+    _scaled_channels_last,
+    evaluate,
+    greedy_actions,
+    sample_actions,
+)
 
 
 def test_sampled_actions_follow_the_softmax_of_the_logits():
@@ -37,6 +45,14 @@ def test_channels_last_conv_net_matches_the_plain_layout():
     torch.testing.assert_close(values, net.value(features).squeeze(-1), rtol=1e-4, atol=1e-5)
     assert net.conv[0].weight.is_contiguous(memory_format=torch.channels_last)
     assert net.state_dict()["conv.0.weight"].shape == (32, 4, 8, 8)
+
+
+def test_frames_are_scaled_exactly_across_chunk_boundaries():
+    """Two whole chunks and a partial one: every frame converted once, and scaled once."""
+    frames = torch.randint(0, 256, (2 * SCALING_CHUNK + 3, 4, 84, 84), dtype=torch.uint8)
+    scaled = _scaled_channels_last(frames)
+    assert torch.equal(scaled, frames.float() * (1 / 255.0))
+    assert scaled.is_contiguous(memory_format=torch.channels_last)
 
 
 def test_mlp_critic_error_leaves_the_policy_untouched():
