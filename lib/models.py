@@ -56,9 +56,9 @@ def _scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     scaled = torch.empty((batch, height, width, channels), dtype=torch.float32, device=frames.device)
     step = SCALING_CHUNK if frames.device.type == "cpu" else max(batch, 1)
     for start in range(0, batch, step):
-        chunk = scaled[start:start + step]
+        source, chunk = frames[start:start + step], scaled[start:start + step]
         for channel in range(channels):
-            chunk[..., channel].copy_(frames[start:start + step, channel])
+            chunk[..., channel].copy_(source[:, channel])
         chunk.mul_(1 / 255.0)
     return scaled.permute(0, 3, 1, 2)
 
