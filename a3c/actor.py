@@ -34,17 +34,17 @@ class VectorActor:
     That pass serves twice: its logits choose the next actions and its values are
     V(last state) for the transitions that end on these observations, so the learner needs
     no second forward pass and last states never travel between processes. ``bf16`` runs it
-    under bfloat16 autocast (``evaluate``).
+    under bfloat16 autocast (``evaluate``); ``clip_rewards`` trains on the rewards' signs.
     """
 
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
-                 seed: int, bf16: bool = False):
+                 seed: int, bf16: bool = False, clip_rewards: bool = False):
         self.net = net
         self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs)
         self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
-                                            self.envs.metadata["autoreset_mode"])
+                                            self.envs.metadata["autoreset_mode"], clip_rewards)
         self._acting_versions: deque[int] = deque(maxlen=reward_steps)
         self._observations, _ = self.envs.reset(seed=seed)
         self._logits, _ = self._evaluate(self._observations)

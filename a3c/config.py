@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from lib.envs import EnvError, EnvInfo, describe_env
-from lib.models import build_net
+from lib.loss import LossSettings
+from lib.models import HEADS, build_net
 
 
 class ConfigError(ValueError):
@@ -40,6 +41,14 @@ class Preset:
     entropy_beta: float
     clip_grad: float
     """Maximum global gradient norm."""
+    adam_eps: float
+    """Adam's epsilon: far above the gradients' RMS it turns Adam into SGD at lr / eps."""
+    value_weight: float
+    """Weight of the value loss against the policy loss."""
+    lr_warmup: int
+    """Optimizer steps over which the learning rate rises linearly from 0 to ``lr``."""
+    heads: str
+    """Atari net: "shared" 512-unit layer with linear heads, or "separate" layers (reference)."""
 
 
 def _layout(cores: int, envs_in_total: int) -> dict[str, int]:
@@ -56,10 +65,20 @@ def _layout(cores: int, envs_in_total: int) -> dict[str, int]:
             "learner_threads": learner_threads}
 
 
-def atari_preset(cores: int) -> Preset:
-    """The reference Pong values (lr 1e-3, clip 0.1, 4-step, batch 128); layout from ``cores``."""
+def reference_preset(cores: int) -> Preset:
+    """The reference chapter's Pong values (Adam lr 1e-3 eps 1e-3, clip 0.1, 4-step, batch
+    128, entropy 0.01, value weight 1), with the layout from ``cores``: ``--preset reference``."""
     return Preset(**_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
-                  gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1)
+                  gamma=0.99, lr=1e-3, entropy_beta=0.01, clip_grad=0.1, adam_eps=1e-3,
+                  value_weight=1.0, lr_warmup=0, heads="separate")
+
+
+def atari_preset(cores: int) -> Preset:
+    """The reference layout and batch with what let the policy learn (docs/learning.md): a
+    shared 512-unit layer under linear heads, a scale-free Adam (eps 1e-5) warmed up over
+    500 steps, 20-step returns, the value loss at half weight; layout from ``cores``."""
+    return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
+                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
 
 
 def vector_preset(cores: int) -> Preset:
@@ -68,7 +87,8 @@ def vector_preset(cores: int) -> Preset:
     rises by about half, and frames to solve stayed the same. Without the entropy bonus a
     run now and then locks into one action for good (README, "Presets")."""
     return Preset(**_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
-                  gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0)
+                  gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0, adam_eps=1e-3,
+                  value_weight=1.0, lr_warmup=0, heads="separate")
 
 
 def grads_layout(preset: Preset, cores: int, envs_in_total: int) -> Preset:
@@ -80,6 +100,8 @@ def grads_layout(preset: Preset, cores: int, envs_in_total: int) -> Preset:
 CORES = os.cpu_count() or 1
 ATARI_PRESET = atari_preset(CORES)
 VECTOR_PRESET = vector_preset(CORES)
+REFERENCE_PRESET = reference_preset(CORES)
+PRESETS = ("default", "reference")
 ATARI_STOP_REWARDS = {"Pong": 18.0}
 MODES = ("data", "grads")
 
@@ -103,7 +125,10 @@ class Config(Preset):
     bf16: bool = False
     """Act and train under bfloat16 autocast: pays on CPUs with bfloat16 instructions (AMX,
     AVX512-BF16) and on recent GPUs."""
-    adam_eps: float = 1e-3
+    clip_rewards: bool = False
+    """Train on the sign of each reward; episodes still report the game's score."""
+    preset: str = "default"
+    """default: the env family's tuned values; reference: the reference chapter's."""
     queue_size: int = 0
     """Messages with arrays in flight; 0: enough for two learner batches, two per child at least."""
     max_worker_restarts: int = 3
@@ -141,6 +166,19 @@ class Config(Preset):
     def device(self) -> str:
         return "cuda" if self.cuda else "cpu"
 
+    @property
+    def loss_settings(self) -> LossSettings:
+        return LossSettings(self.gamma, self.entropy_beta, self.value_weight, self.bf16)
+
+
+class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default where it has one; a preset flag's help says its values itself."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
 
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors print one line and exit 2, like every other bad input."""
@@ -153,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="run_a3c.py",
         description="Data-parallel A3C. Unset hyperparameters come from the env family's preset.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsHelpFormatter,
     )
     parser.add_argument("-n", "--name", required=True, help="run name (names the TensorBoard run)")
     parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
@@ -167,12 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="grads mode: children's gradients summed per optimizer step")
     parser.add_argument("--max-policy-lag", type=int, default=None,
                         help="grads mode: drop gradients older than this many optimizer steps")
+    parser.add_argument("--clip-rewards", action=argparse.BooleanOptionalAction, default=None,
+                        help="train on the sign of each reward (episode rewards stay the game's "
+                             "score); default: on for Atari, off otherwise")
+    parser.add_argument("--preset", choices=PRESETS, default="default",
+                        help="where unset hyperparameters come from: the env family's tuned "
+                             "values, or the reference chapter's Pong values for any env")
     for field in dataclasses.fields(Preset):
         atari, vector = getattr(ATARI_PRESET, field.name), getattr(VECTOR_PRESET, field.name)
+        reference = getattr(REFERENCE_PRESET, field.name)
         parser.add_argument(
             "--" + field.name.replace("_", "-"), type=type(atari), default=None,
-            help=f"preset on this machine ({CORES} cores): {atari} for Atari, {vector} for vector "
-                 "observations",
+            help=f"default on this machine ({CORES} cores): {atari} for Atari, "
+                 f"{vector} for vector observations, {reference} with --preset reference",
         )
     parser.add_argument("--stop-reward", type=float, default=None,
                         help="mean-100 reward that ends the run; default: the env spec's "
@@ -194,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
-    preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
+    if args.preset == "reference":
+        preset = REFERENCE_PRESET
+    else:
+        preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
     if args.mode == "grads":
         data_envs = preset.processes * preset.envs_per_process
         # Atari keeps the data-mode envs; on CartPole half as many solved in fewer frames
@@ -208,7 +256,8 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     return Config(
         name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
         max_frames=args.max_frames, max_seconds=args.max_seconds, seed=args.seed,
-        logdir=args.logdir, cuda=args.cuda, bf16=args.bf16,
+        logdir=args.logdir, cuda=args.cuda, bf16=args.bf16, preset=args.preset,
+        clip_rewards=env_info.atari if args.clip_rewards is None else args.clip_rewards,
         queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
         mode=args.mode, grad_batch=args.grad_batch,
         max_policy_lag=args.max_policy_lag,
@@ -239,6 +288,10 @@ def validate(config: Config) -> None:
         (config.lr > 0.0, f"--lr must be > 0, got {config.lr}"),
         (config.entropy_beta >= 0.0, f"--entropy-beta must be >= 0, got {config.entropy_beta}"),
         (config.clip_grad > 0.0, f"--clip-grad must be > 0, got {config.clip_grad}"),
+        (config.adam_eps > 0.0, f"--adam-eps must be > 0, got {config.adam_eps}"),
+        (config.value_weight > 0.0, f"--value-weight must be > 0, got {config.value_weight}"),
+        (config.lr_warmup >= 0, f"--lr-warmup must be >= 0, got {config.lr_warmup}"),
+        (config.heads in HEADS, f"--heads must be one of {', '.join(HEADS)}, got {config.heads!r}"),
         (config.max_frames is None or config.max_frames >= 1,
          f"--max-frames must be >= 1, got {config.max_frames}"),
         (config.max_seconds is None or config.max_seconds > 0,
@@ -279,7 +332,7 @@ def check_resumable(config: Config) -> dict:
     saved_env = state.get("config", {}).get("env_id")
     if saved_env != config.env_id:
         raise ConfigError(f"--resume: checkpoint was trained on {saved_env}, this run is {config.env_id}")
-    expected = build_net(describe_env(config.env_id)).state_dict()
+    expected = build_net(describe_env(config.env_id), config.heads).state_dict()
     saved = state["model"]
     for name, tensor in expected.items():
         saved_shape = tuple(saved[name].shape) if name in saved else None
@@ -305,6 +358,8 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     config = config_from_args(args, env_info)
+    if config.heads == "shared" and not env_info.atari:
+        raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
     validate(config)
     return config
 

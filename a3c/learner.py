@@ -7,7 +7,8 @@ their own batches; the learner sums ``grad_batch`` of their flat gradients, clip
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 from lib.batch import TransitionBuffer, unpack_batch
 from lib.experience import TransitionBatch
-from lib.loss import a2c_loss
+from lib.loss import LossSettings, LossTerms, a2c_loss
 from lib.models import forward
 
 
@@ -39,11 +40,26 @@ class LossStats:
     advantage: float
     values: float
     reference_values: float
+    policy_entropy: float
+    """The policy's mean entropy in nats, not scaled by the entropy weight."""
 
     @staticmethod
     def mean(all_stats: Sequence[LossStats]) -> LossStats:
         columns = [asdict(stats) for stats in all_stats]
         return LossStats(**{name: float(np.mean([row[name] for row in columns])) for name in columns[0]})
+
+    @staticmethod
+    def of(terms: LossTerms, values: torch.Tensor, reference_values: torch.Tensor) -> LossStats:
+        return LossStats(
+            loss_total=float(terms.total.detach()),
+            loss_policy=float(terms.policy.detach()),
+            loss_value=float(terms.value.detach()),
+            loss_entropy=float(terms.entropy.detach()),
+            advantage=float(terms.advantages.mean()),
+            values=float(values.detach().mean()),
+            reference_values=float(reference_values.mean()),
+            policy_entropy=float(terms.policy_entropy),
+        )
 
 
 @dataclass
@@ -53,30 +69,77 @@ class StepStats(LossStats):
     grad_norm: float = 0.0
     policy_lag: float | None = None
     """Mean optimizer steps between the weights that acted and the ones trained, if known."""
+    diagnostics: dict[str, float] | None = None
+    """On every ``diagnose_every``-th step: each loss term's gradient norm before the clip,
+    as a share of the clip, and the update's norm relative to the weights' (see Learner)."""
 
 
-def loss_gradients(net: nn.Module, transitions: TransitionBatch, gamma: float, entropy_beta: float,
-                   device: torch.device | str, bf16: bool = False) -> LossStats:
+def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
+               device: torch.device | str) -> tuple[LossTerms, LossStats]:
+    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet)."""
+    states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
+    logits, values = forward(net, states, settings.bf16)
+    terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
+                     settings.value_weight)
+    return terms, LossStats.of(terms, values, reference_values)
+
+
+def loss_gradients(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
+                   device: torch.device | str) -> LossStats:
     """Forward, loss and backward on ``transitions``: the gradients are left in ``net``'s
     parameters (replacing any there), the loss terms returned as floats.
 
-    ``bf16`` runs the forward pass under bfloat16 autocast (weights, gradients and the loss
-    stay float32): 1.35-2x the training rate on CPUs with AMX, 1.6x with AVX512-BF16.
+    ``settings.bf16`` runs the forward pass under bfloat16 autocast (weights, gradients and
+    the loss stay float32).
     """
-    states, actions, reference_values = unpack_batch(transitions, net, gamma, device)
-    logits, values = forward(net, states, bf16)
-    terms = a2c_loss(logits, values, actions, reference_values, entropy_beta)
+    terms, stats = batch_loss(net, transitions, settings, device)
     net.zero_grad(set_to_none=True)
     terms.total.backward()
-    return LossStats(
-        loss_total=float(terms.total.detach()),
-        loss_policy=float(terms.policy.detach()),
-        loss_value=float(terms.value.detach()),
-        loss_entropy=float(terms.entropy.detach()),
-        advantage=float(terms.advantages.mean()),
-        values=float(values.detach().mean()),
-        reference_values=float(reference_values.mean()),
-    )
+    return stats
+
+
+def gradients_by_term(net: nn.Module, terms: LossTerms, value_weight: float) -> dict[str, float]:
+    """Backpropagate each weighted loss term on its own, leave their sum in ``net``'s
+    gradients (as ``terms.total.backward()`` would) and return each term's gradient norm.
+
+    Two more backward passes than one: worth it on a sampled step, not on every one.
+    """
+    parameters = [parameter for parameter in net.parameters() if parameter.requires_grad]
+    weighted = {"policy": terms.policy, "value": value_weight * terms.value, "entropy": terms.entropy}
+    norms, total = {}, None
+    for name, term in weighted.items():
+        grads = torch.autograd.grad(term, parameters, retain_graph=True, allow_unused=True)
+        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(parameters, grads)]
+        norms[name] = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+        total = grads if total is None else [t.add_(g) for t, g in zip(total, grads)]
+    for parameter, grad in zip(parameters, total):
+        parameter.grad = grad
+    return norms
+
+
+@contextmanager
+def relu_activity(net: nn.Module) -> Iterator[dict[str, float]]:
+    """While open, each forward pass records, for every ReLU in ``net``, the share of its
+    units (channels, for a conv layer) that fire on at least one row of the batch.
+
+    A unit silent on every state gets no gradient and stays silent: when most of a layer is,
+    what comes after it can no longer tell states apart.
+    """
+    fractions: dict[str, float] = {}
+
+    def recorder(name: str) -> Callable[[nn.Module, object, torch.Tensor], None]:
+        def record(_module: nn.Module, _inputs: object, output: torch.Tensor) -> None:
+            per_row = output.detach().flatten(2).amax(2) if output.dim() > 2 else output.detach()
+            fractions[name] = float((per_row.amax(0) > 0).float().mean())
+        return record
+
+    handles = [module.register_forward_hook(recorder(name))
+               for name, module in net.named_modules() if isinstance(module, nn.ReLU)]
+    try:
+        yield fractions
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def flat_gradients(net: nn.Module) -> np.ndarray:
@@ -104,24 +167,36 @@ def new_policy_version() -> torch.Tensor:
     return torch.zeros((), dtype=torch.int64).share_memory_()
 
 
+DIAGNOSE_EVERY = 100
+"""Optimizer steps between two steps that measure each loss term's gradient and the update's
+size: those take two more backward passes, about 2% of the learner's time at this spacing."""
+
+
 class Learner:
     """Owns the optimizer of the shared net and applies one step per batch.
 
     ``policy_version`` is a shared-memory counter of the steps applied; children read it
     when they act, so every transition says how old the weights that chose it were. It is
     made here unless given (the trainer makes it before the children, and them before this).
+
+    Every ``diagnose_every`` steps (data mode) the step also reports what tells a stuck
+    policy from a slow one: each term's gradient norm before the clip and as a share of the
+    clip, the norm of the update against the norm of the weights, and the share of each
+    ReLU layer's units still firing on some state of the batch.
     """
 
-    def __init__(self, net: nn.Module, lr: float, adam_eps: float, gamma: float,
-                 entropy_beta: float, clip_grad: float, device: torch.device | str, bf16: bool = False,
-                 policy_version: torch.Tensor | None = None):
+    def __init__(self, net: nn.Module, settings: LossSettings, lr: float, adam_eps: float,
+                 clip_grad: float, device: torch.device | str,
+                 policy_version: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
+                 lr_warmup: int = 0):
         self.net = net
-        self.bf16 = bf16
+        self.settings = settings
+        self.lr = lr
+        self.lr_warmup = lr_warmup
         self.optimizer = make_adam(net, lr, adam_eps)
-        self.gamma = gamma
-        self.entropy_beta = entropy_beta
         self.clip_grad = clip_grad
         self.device = device
+        self.diagnose_every = diagnose_every
         self.policy_version = new_policy_version() if policy_version is None else policy_version
 
     @property
@@ -132,13 +207,34 @@ class Learner:
     def steps_done(self, steps: int) -> None:
         self.policy_version.fill_(steps)
 
+    def current_lr(self) -> float:
+        """``lr``, ramped up linearly over the first ``lr_warmup`` steps: with a small eps,
+        Adam's first steps move every weight by about ``lr`` whatever its gradient's size,
+        and at full ``lr`` those first steps silence most of a fresh net's ReLU units."""
+        if self.steps_done >= self.lr_warmup:
+            return self.lr
+        return self.lr * (self.steps_done + 1) / self.lr_warmup
+
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
-        loss = loss_gradients(self.net, transitions, self.gamma, self.entropy_beta, self.device, self.bf16)
         lag = None
         if transitions.policy_versions is not None:
             lag = float(self.steps_done - transitions.policy_versions.mean())
-        return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
+        if self.steps_done % self.diagnose_every:
+            loss = loss_gradients(self.net, transitions, self.settings, self.device)
+            return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
+        with relu_activity(self.net) as alive:
+            terms, loss = batch_loss(self.net, transitions, self.settings, self.device)
+        self.net.zero_grad(set_to_none=True)
+        term_norms = gradients_by_term(self.net, terms, self.settings.value_weight)
+        before = torch.cat([parameter.detach().reshape(-1) for parameter in self.net.parameters()])
+        grad_norm = self._clip_and_step(loss.loss_total)
+        after = torch.cat([parameter.detach().reshape(-1) for parameter in self.net.parameters()])
+        diagnostics = {f"grad_norm_{name}": norm for name, norm in term_norms.items()}
+        diagnostics.update({f"clip_share_{name}": norm / self.clip_grad for name, norm in term_norms.items()})
+        diagnostics["update_to_weights"] = float((after - before).norm() / before.norm())
+        diagnostics.update({f"alive_{name}": fraction for name, fraction in alive.items()})
+        return StepStats(**asdict(loss), grad_norm=grad_norm, policy_lag=lag, diagnostics=diagnostics)
 
     def step_on_gradients(self, gradients: Sequence[np.ndarray], losses: Sequence[LossStats],
                           policy_versions: Sequence[int]) -> StepStats:
@@ -161,6 +257,8 @@ class Learner:
                 f"non-finite training signal at step {self.steps_done}: "
                 f"loss {loss_total}, gradient norm {grad_norm}"
             )
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.current_lr()
         self.optimizer.step()
         self.policy_version += 1
         return grad_norm

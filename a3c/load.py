@@ -31,6 +31,8 @@ class LoadMeter:
         self.learner_busy_seconds = 0.0
         self.lag_sum = 0.0
         self.lag_batches = 0
+        self.entropy_sum = 0.0
+        self.entropy_batches = 0
         self._previous: dict | None = None
 
     def waited(self, seconds: float) -> None:
@@ -39,10 +41,12 @@ class LoadMeter:
     def worked(self, seconds: float) -> None:
         self.learner_busy_seconds += seconds
 
-    def trained(self, policy_lag: float | None) -> None:
+    def trained(self, policy_lag: float | None, policy_entropy: float) -> None:
         if policy_lag is not None:
             self.lag_sum += policy_lag
             self.lag_batches += 1
+        self.entropy_sum += policy_entropy
+        self.entropy_batches += 1
 
     def record(self, frame: int, transitions: int, optimizer_steps: int,
                child_wait_seconds: float, mean_reward: float | None) -> dict:
@@ -59,12 +63,15 @@ class LoadMeter:
             "child_wait_seconds": round(child_wait_seconds, 3),
             "policy_lag_sum": round(self.lag_sum, 3),
             "policy_lag_batches": self.lag_batches,
+            "policy_entropy_sum": round(self.entropy_sum, 3),
+            "policy_entropy_batches": self.entropy_batches,
         }
         with self.path.open("a") as stream:
             stream.write(json.dumps(snapshot) + "\n")
         if self._previous is not None:
             for tag, value in window_rates(self._previous, snapshot).items():
-                self.writer.add_scalar(f"perf/{tag}", value, frame)
+                if value is not None:
+                    self.writer.add_scalar(f"perf/{tag}", value, frame)
         self._previous = snapshot
         return snapshot
 
@@ -73,6 +80,7 @@ def window_rates(start: dict, end: dict) -> dict[str, float]:
     """Rates over the window between two ``progress.jsonl`` records."""
     seconds = max(end["seconds"] - start["seconds"], 1e-9)
     batches = end["policy_lag_batches"] - start["policy_lag_batches"]
+    entropy_batches = end.get("policy_entropy_batches", 0) - start.get("policy_entropy_batches", 0)
     return {
         "transitions_per_second": (end["transitions"] - start["transitions"]) / seconds,
         "frames_per_second": (end["frames"] - start["frames"]) / seconds,
@@ -80,4 +88,6 @@ def window_rates(start: dict, end: dict) -> dict[str, float]:
         "learner_wait_fraction": (end["learner_wait_seconds"] - start["learner_wait_seconds"]) / seconds,
         "child_wait_seconds_per_second": (end["child_wait_seconds"] - start["child_wait_seconds"]) / seconds,
         "policy_lag": (end["policy_lag_sum"] - start["policy_lag_sum"]) / batches if batches else 0.0,
+        "policy_entropy": ((end["policy_entropy_sum"] - start["policy_entropy_sum"]) / entropy_batches
+                           if entropy_batches else None),
     }

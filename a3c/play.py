@@ -60,7 +60,8 @@ def load_policy(path: str) -> tuple[str, nn.Module]:
     try:
         state = load_checkpoint(path)
         env_id = state["config"]["env_id"]
-        net = build_net(describe_env(env_id))
+        # checkpoints from before the heads setting hold the reference net
+        net = build_net(describe_env(env_id), state["config"].get("heads", "separate"))
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc

@@ -135,7 +135,7 @@ def share_net(config: Config) -> SharedNet:
     flush_denormals()  # before the net's first forward pass starts torch's threads
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
-    net = build_net(env_info).to(device)
+    net = build_net(env_info, config.heads).to(device)
     policy_version = new_policy_version()
     restored = None
     if config.resume is not None:
@@ -149,8 +149,8 @@ def share_net(config: Config) -> SharedNet:
 
 def start_run(config: Config, shared: SharedNet) -> Run:
     """The learner-side state around the shared net: optimizer, counters, writer."""
-    learner = Learner(shared.net, config.lr, config.adam_eps, config.gamma, config.entropy_beta,
-                      config.clip_grad, torch.device(config.device), config.bf16, shared.policy_version)
+    learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
+                      torch.device(config.device), shared.policy_version, lr_warmup=config.lr_warmup)
     counters, recent_rewards, best = Counters(), [], None
     if shared.restored is None:
         run_dir = Path(config.logdir) / run_name(config)
@@ -282,8 +282,8 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
             counters.transitions += transitions
             counters.frames += transitions * frames_per_step
             for stats in steps.consume(message):
-                _log_step(step_scalars, stats, counters.frames)
-                load.trained(stats.policy_lag)
+                _log_step(run.writer, step_scalars, stats, counters.frames)
+                load.trained(stats.policy_lag, stats.policy_entropy)
                 counters.optimizer_steps += 1
             if config.max_frames is not None and counters.frames >= config.max_frames:
                 return "frame_budget"
@@ -307,12 +307,15 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
     return signals.reason
 
 
-def _log_step(step_scalars: MeanTracker, stats: StepStats, frame: int) -> None:
+def _log_step(writer: SummaryWriter, step_scalars: MeanTracker, stats: StepStats, frame: int) -> None:
+    """Every step's scalars as means of 10 steps; a sampled step's diagnostics as they are."""
     for name, value in dataclasses.asdict(stats).items():
-        if value is None:
+        if value is None or name == "diagnostics":
             continue
         group = "loss" if name.startswith("loss_") else "train"
         step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
+    for name, value in (stats.diagnostics or {}).items():
+        writer.add_scalar(f"diagnostics/{name}", value, frame)
 
 
 def _write_summary(result: TrainResult) -> None:

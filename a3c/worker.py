@@ -85,8 +85,7 @@ class GradientSender:
     def send(self, batch: TransitionBatch, acting_version: int) -> bool:
         self.buffer.add(batch)
         while (transitions := self.buffer.pop_batch()) is not None:
-            loss = loss_gradients(self.acting_net, transitions, self.config.gamma,
-                                  self.config.entropy_beta, self.device, self.config.bf16)
+            loss = loss_gradients(self.acting_net, transitions, self.config.loss_settings, self.device)
             sent = self.channel.put_gradient(flat_gradients(self.acting_net), self._version,
                                              len(transitions), loss)
             if not sent:
@@ -106,7 +105,7 @@ def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channe
     else:
         sender = TransitionSender(net, policy_version, channel)
     actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
-                        sender.acting_net, seed, config.bf16)
+                        sender.acting_net, seed, config.bf16, config.clip_rewards)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
             step = actor.step(sender.acting_version())

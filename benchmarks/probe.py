@@ -35,12 +35,14 @@ from multiprocessing.process import BaseProcess
 import numpy as np
 import torch
 
+from a3c.config import ATARI_PRESET
 from a3c.learner import Learner
 from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.envs import describe_env, make_vector_env
 from lib.experience import TransitionBatch
+from lib.loss import LossSettings
 from lib.models import build_net, evaluate
 
 
@@ -64,7 +66,7 @@ def env_stage(env_id: str, num_envs: int) -> tuple[Callable[[], object], Callabl
 def inference_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
     """One acting forward pass at the children's batch size."""
     env_info = describe_env(env_id)
-    net = build_net(env_info)
+    net = build_net(env_info, ATARI_PRESET.heads)
     observations = torch.as_tensor(_random_observations(env_info, batch))
     return lambda: evaluate(net, observations, bf16)
 
@@ -72,8 +74,8 @@ def inference_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[],
 def training_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
     """One learner step (forward, loss, backward, clip, Adam) at the learner's batch size."""
     env_info = describe_env(env_id)
-    learner = Learner(build_net(env_info), lr=1e-4, adam_eps=1e-3, gamma=0.99, entropy_beta=0.01,
-                      clip_grad=0.1, device="cpu", bf16=bf16)
+    learner = Learner(build_net(env_info, ATARI_PRESET.heads), LossSettings(gamma=0.99, entropy_beta=0.01, bf16=bf16),
+                      lr=1e-4, adam_eps=1e-3, clip_grad=0.1, device="cpu")
     rng = np.random.default_rng(0)
     transitions = TransitionBatch(
         states=_random_observations(env_info, batch),

@@ -79,14 +79,18 @@ class NStepAccumulator:
     With NEXT_STEP autoreset (gymnasium's numpy-vectorised classic-control envs) an env
     that ended returns its real final observation, and spends its next step on the reset:
     that step's action is ignored and its reward is 0, so the accumulator skips it.
+
+    With ``clip_rewards`` the transitions carry the sign of each reward (-1, 0 or 1), as
+    Atari agents are trained, while finished episodes still report the game's own score.
     """
 
     def __init__(self, num_envs: int, reward_steps: int, gamma: float,
-                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP):
+                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP, clip_rewards: bool = False):
         if autoreset_mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
             raise ValueError(f"autoreset mode {autoreset_mode} is not supported")
         self.reward_steps = reward_steps
         self.gamma = gamma
+        self.clip_rewards = clip_rewards
         self.next_step_reset = autoreset_mode == AutoresetMode.NEXT_STEP
         self._pending: list[deque] = [deque() for _ in range(num_envs)]
         self._episode_rewards = np.zeros(num_envs, dtype=np.float64)
@@ -121,7 +125,8 @@ class NStepAccumulator:
             if self._resetting[env_index]:
                 continue
             reward = float(rewards[env_index])
-            pending.append((observations[env_index], int(actions[env_index]), reward))
+            trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
+            pending.append((observations[env_index], int(actions[env_index]), trained_reward))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:

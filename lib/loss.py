@@ -26,6 +26,17 @@ def entropy_loss(log_probs: torch.Tensor, entropy_beta: float) -> torch.Tensor:
     return entropy_beta * (log_probs.exp() * log_probs).sum(dim=1).mean()
 
 
+@dataclass(frozen=True)
+class LossSettings:
+    """What the actor-critic loss needs besides the net and the batch."""
+
+    gamma: float
+    entropy_beta: float
+    value_weight: float = 1.0
+    bf16: bool = False
+    """Run the forward pass under bfloat16 autocast (weights, gradients, loss stay float32)."""
+
+
 @dataclass
 class LossTerms:
     """The loss and the quantities worth logging about it."""
@@ -35,6 +46,8 @@ class LossTerms:
     value: torch.Tensor
     entropy: torch.Tensor
     advantages: torch.Tensor
+    policy_entropy: torch.Tensor
+    """The policy's mean entropy in nats (ln of the action count when uniform), detached."""
 
 
 def a2c_loss(
@@ -43,11 +56,15 @@ def a2c_loss(
     actions: torch.Tensor,
     reference_values: torch.Tensor,
     entropy_beta: float,
+    value_weight: float = 1.0,
 ) -> LossTerms:
-    """Policy + value + entropy, with advantage = reference - V(s) detached."""
+    """Policy + ``value_weight`` * value + entropy, with advantage = reference - V(s)
+    detached. ``value`` is reported unweighted, so runs with other weights compare."""
     log_probs = F.log_softmax(logits, dim=1)
     advantages = (reference_values - values).detach()
     policy = policy_loss(log_probs, actions, advantages)
     value = value_loss(values, reference_values)
     entropy = entropy_loss(log_probs, entropy_beta)
-    return LossTerms(policy + value + entropy, policy, value, entropy, advantages)
+    policy_entropy = -(log_probs.exp() * log_probs).sum(dim=1).mean().detach()
+    return LossTerms(policy + value_weight * value + entropy, policy, value, entropy, advantages,
+                     policy_entropy)

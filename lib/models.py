@@ -6,18 +6,30 @@ from torch import nn
 
 from lib.envs import EnvInfo
 
+HEADS = ("shared", "separate")
+"""How the Atari net's policy and value read the conv features: through one shared 512-unit
+layer and two linear outputs, or through a 512-unit layer each (the reference net)."""
+
 
 class AtariA2C(nn.Module):
-    """The reference conv net: a shared conv body, separate 512-unit policy and value heads.
+    """The Atari actor-critic: a conv body, then policy and value heads.
+
+    ``heads="separate"`` is the reference net: a 512-unit ReLU layer for each head, PyTorch's
+    default initialisation. Its policy layer learns only from the policy gradient, while the
+    value gradient, tens of times larger, reshapes the conv features beneath it, and most of
+    its units stop firing on every state for good: the policy then ignores the screen
+    (docs/learning.md). ``heads="shared"`` (the Nature-CNN actor-critic) feeds both linear
+    heads from one 512-unit layer that the value keeps alive, initialised orthogonally
+    (gain sqrt 2 for ReLU layers, 0.01 for the policy's logits so it starts uniform, 1 for the
+    value).
 
     Takes uint8 frames (N, 4, 84, 84) and scales them to [0, 1] inside, so observations
     travel through queues and buffers as uint8. The conv weights and activations are kept
-    channels-last: oneDNN's convolutions run about a third faster that way on the CPU
-    (measured one thread, batch 128: 865 against 655 training samples/s, and 16% faster
-    inference); the logical shapes, state dicts and flat gradients are unchanged.
+    channels-last, where oneDNN's convolutions run about a third faster on the CPU; the
+    logical shapes, state dicts and flat gradients are unchanged.
     """
 
-    def __init__(self, input_shape: tuple[int, ...], n_actions: int):
+    def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate"):
         super().__init__()
         self.conv = nn.Sequential(
             nn.Conv2d(input_shape[0], 32, kernel_size=8, stride=4), nn.ReLU(),
@@ -25,15 +37,33 @@ class AtariA2C(nn.Module):
             nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
             nn.Flatten(),
         )
-        self.conv.to(memory_format=torch.channels_last)
         with torch.no_grad():
             conv_out = self.conv(torch.zeros(1, *input_shape)).shape[1]
-        self.policy = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, n_actions))
-        self.value = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, 1))
+        if heads == "shared":
+            self.body = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU())
+            self.policy, self.value = nn.Linear(512, n_actions), nn.Linear(512, 1)
+            _init_orthogonal(self)
+        elif heads == "separate":
+            self.body = nn.Identity()
+            self.policy = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, n_actions))
+            self.value = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, 1))
+        else:
+            raise ValueError(f"heads must be one of {', '.join(HEADS)}, got {heads!r}")
+        self.conv.to(memory_format=torch.channels_last)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = self.conv(_scaled_channels_last(observations))
+        features = self.body(self.conv(_scaled_channels_last(observations)))
         return self.policy(features), self.value(features).squeeze(-1)
+
+
+def _init_orthogonal(net: AtariA2C) -> None:
+    for layer in [*net.conv, *net.body]:
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            nn.init.orthogonal_(layer.weight, gain=2 ** 0.5)
+            nn.init.zeros_(layer.bias)
+    for layer, gain in ((net.policy, 0.01), (net.value, 1.0)):
+        nn.init.orthogonal_(layer.weight, gain=gain)
+        nn.init.zeros_(layer.bias)
 
 
 SCALING_CHUNK = 8
@@ -84,10 +114,10 @@ class MlpA2C(nn.Module):
         return self.policy(observations), self.value(observations).squeeze(-1)
 
 
-def build_net(env_info: EnvInfo) -> nn.Module:
-    """The conv net for Atari frames, the MLP for flat vectors."""
+def build_net(env_info: EnvInfo, heads: str = "separate") -> nn.Module:
+    """The conv net for Atari frames (with ``heads``), the MLP for flat vectors."""
     if env_info.atari:
-        return AtariA2C(env_info.observation_shape, env_info.n_actions)
+        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads)
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions)
 
 

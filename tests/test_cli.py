@@ -63,7 +63,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_child(argv, named, capsys, 
 def test_presets_by_env_family_and_flags_override():
     pong = parse_config(["-n", "p"])
     assert (pong.env_id, pong.lr, pong.clip_grad, pong.stop_reward) == (
-        "PongNoFrameskip-v4", ATARI_PRESET.lr, 0.1, 18.0)
+        "PongNoFrameskip-v4", ATARI_PRESET.lr, ATARI_PRESET.clip_grad, 18.0)
     cartpole = parse_config(["-n", "c", "--env", "CartPole-v1", "--gamma", "0.9"])
     assert cartpole.stop_reward == 475.0 and cartpole.gamma == 0.9
     assert cartpole.clip_grad == VECTOR_PRESET.clip_grad
@@ -114,3 +114,25 @@ def test_grads_mode_keeps_atari_envs_and_halves_vector_envs(env, share_of_data_e
     assert grads.processes == CORES
     data_envs = data.processes * data.envs_per_process
     assert grads.envs_per_process == max(1, data_envs // share_of_data_envs // CORES)
+
+
+def test_reference_preset_keeps_the_reference_chapters_values_for_any_env():
+    for env in ("PongNoFrameskip-v4", "CartPole-v1"):
+        config = parse_config(["-n", "r", "--env", env, "--preset", "reference"])
+        assert (config.lr, config.adam_eps, config.clip_grad, config.reward_steps, config.batch_size,
+                config.entropy_beta, config.value_weight) == (1e-3, 1e-3, 0.1, 4, 128, 0.01, 1.0)
+    tuned = parse_config(["-n", "r", "--preset", "reference", "--adam-eps", "1e-5"])
+    assert tuned.adam_eps == 1e-5 and tuned.preset == "reference"
+
+
+def test_help_shows_no_default_of_none(capsys):
+    with pytest.raises(SystemExit):
+        parse_config(["--help"])
+    assert "(default: None)" not in capsys.readouterr().out
+
+
+def test_rewards_are_clipped_for_atari_by_default_and_on_request_elsewhere():
+    assert parse_config(["-n", "c"]).clip_rewards
+    assert not parse_config(["-n", "c", "--no-clip-rewards"]).clip_rewards
+    assert not parse_config(["-n", "c", "--env", "CartPole-v1"]).clip_rewards
+    assert parse_config(["-n", "c", "--env", "CartPole-v1", "--clip-rewards"]).clip_rewards

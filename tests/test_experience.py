@@ -151,3 +151,11 @@ def test_next_step_autoreset_skips_the_reset_step(truncate, with_values):
 def test_unsupported_autoreset_mode_is_refused():
     with pytest.raises(ValueError, match="not supported"):
         NStepAccumulator(1, 3, GAMMA, AutoresetMode.DISABLED)
+
+
+def test_clipped_rewards_train_on_signs_and_episodes_report_the_score():
+    # rewards 1..5 all clip to 1, n = 3: 1+.5+.25 = 1.75 twice, then the tail 1.75, 1.5, 1;
+    # the episode still scores 1+2+3+4+5 = 15
+    batch, episodes = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, clip_rewards=True), 5)
+    assert [row[1] for row in rows(batch)] == [1.75, 1.75, 1.75, 1.5, 1.0]
+    assert episodes == [EpisodeResult(15.0, 5)]

@@ -11,11 +11,15 @@ from a3c.learner import (
     Learner,
     LossStats,
     NonFiniteLoss,
+    batch_loss,
     flat_gradients,
+    gradients_by_term,
     loss_gradients,
+    relu_activity,
 )
 from a3c.messages import Gradients
 from a3c.worker import GradientSender
+from lib.loss import LossSettings
 from lib.models import MlpA2C
 from tests.helpers import toy_config
 from tests.test_batch import make_batch
@@ -23,7 +27,7 @@ from tests.test_batch import make_batch
 
 def make_learner():
     torch.manual_seed(0)
-    return Learner(MlpA2C(1, 2), lr=1e-2, adam_eps=1e-3, gamma=0.9, entropy_beta=0.01,
+    return Learner(MlpA2C(1, 2), LossSettings(gamma=0.9, entropy_beta=0.01), lr=1e-2, adam_eps=1e-3,
                    clip_grad=1.0, device="cpu")
 
 
@@ -71,7 +75,7 @@ def test_a_childs_gradient_equals_the_same_loss_computed_in_one_process():
     assert sender.send(batch[3:], acting_version=3)
     ((gradient, sent_version, transitions, loss),) = channel.sent
     reference_net = copy.deepcopy(learner.net)
-    expected_loss = loss_gradients(reference_net, batch, gamma=0.9, entropy_beta=0.01, device="cpu")
+    expected_loss = loss_gradients(reference_net, batch, LossSettings(0.9, 0.01), device="cpu")
     assert np.allclose(gradient, flat_gradients(reference_net), atol=1e-6)
     assert (sent_version, transitions) == (3, 4)
     assert dataclasses.asdict(loss) == pytest.approx(dataclasses.asdict(expected_loss))
@@ -83,7 +87,7 @@ def test_a_step_on_k_gradients_applies_their_sum():
     size = sum(parameter.numel() for parameter in learner.net.parameters())
     rng = np.random.default_rng(0)
     gradients = [rng.normal(size=size).astype(np.float32) for _ in range(3)]
-    losses = [LossStats(1.0, 0.5, 0.4, 0.1, 0.0, 0.0, 0.0)] * 3
+    losses = [LossStats(1.0, 0.5, 0.4, 0.1, 0.0, 0.0, 0.0, 0.6)] * 3
     stats = learner.step_on_gradients(gradients, losses, policy_versions=[0, 0, 0])
     assert np.allclose(flat_gradients(learner.net), np.sum(gradients, axis=0), atol=1e-5)
     assert stats.grad_norm == pytest.approx(float(np.linalg.norm(np.sum(gradients, axis=0))), rel=1e-4)
@@ -91,7 +95,7 @@ def test_a_step_on_k_gradients_applies_their_sum():
 
 
 def gradient_message(version, size):
-    return Gradients(0, np.ones(size, np.float32), version, 8, LossStats(1.0, 0.5, 0.4, 0.1, 0, 0, 0))
+    return Gradients(0, np.ones(size, np.float32), version, 8, LossStats(1.0, 0.5, 0.4, 0.1, 0, 0, 0, 0.6))
 
 
 def test_gradient_steps_wait_for_grad_batch_and_drop_stale_gradients():
@@ -111,9 +115,69 @@ def test_gradient_steps_wait_for_grad_batch_and_drop_stale_gradients():
 def test_bf16_autocast_gives_finite_float32_gradients_close_to_float32_training():
     batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False])
     plain, mixed = make_learner().net, make_learner().net
-    loss_gradients(plain, batch, gamma=0.9, entropy_beta=0.01, device="cpu")
-    loss = loss_gradients(mixed, batch, gamma=0.9, entropy_beta=0.01, device="cpu", bf16=True)
+    loss_gradients(plain, batch, LossSettings(0.9, 0.01), device="cpu")
+    loss = loss_gradients(mixed, batch, LossSettings(0.9, 0.01, bf16=True), device="cpu")
     assert all(parameter.grad.dtype == torch.float32 for parameter in mixed.parameters())
     expected, got = flat_gradients(plain), flat_gradients(mixed)
     assert np.isfinite(got).all() and np.isfinite(loss.loss_total)
     assert np.linalg.norm(got - expected) <= 0.05 * np.linalg.norm(expected)  # bf16 keeps ~3 digits
+
+
+def test_gradients_by_term_leave_the_same_gradient_and_measure_each_term():
+    batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False])
+    settings = LossSettings(gamma=0.9, entropy_beta=0.5, value_weight=0.25)
+    one_pass, by_term = make_learner().net, make_learner().net
+    loss_gradients(one_pass, batch, settings, device="cpu")
+    terms, _ = batch_loss(by_term, batch, settings, device="cpu")
+    norms = gradients_by_term(by_term, terms, settings.value_weight)
+    assert np.allclose(flat_gradients(by_term), flat_gradients(one_pass), atol=1e-6)
+    # MlpA2C's heads share nothing: the value term's gradient lies in the value head alone,
+    # the policy and entropy terms' in the policy head alone
+    value_head = [p.grad.norm() for name, p in by_term.named_parameters() if name.startswith("value")]
+    assert norms["value"] == pytest.approx(float(torch.stack(value_head).norm()), rel=1e-5)
+    for name in ("policy", "entropy"):
+        alone = make_learner().net
+        terms, _ = batch_loss(alone, batch, settings, device="cpu")
+        getattr(terms, name).backward()
+        assert norms[name] == pytest.approx(float(np.linalg.norm(flat_gradients(alone))), rel=1e-5)
+
+
+def test_a_diagnosed_step_applies_the_same_update_and_reports_it():
+    batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False])
+    plain, diagnosed = make_learner(), make_learner()
+    plain.diagnose_every, diagnosed.diagnose_every = 10**9, 1
+    plain.steps_done = diagnosed.steps_done = 1
+    before = torch.cat([p.detach().reshape(-1).clone() for p in diagnosed.net.parameters()])
+    assert plain.step(batch).diagnostics is None
+    stats = diagnosed.step(batch)
+    after = torch.cat([p.detach().reshape(-1) for p in diagnosed.net.parameters()])
+    for ours, theirs in zip(diagnosed.net.parameters(), plain.net.parameters()):
+        assert torch.allclose(ours, theirs, atol=1e-7)
+    report = stats.diagnostics
+    assert report["update_to_weights"] == pytest.approx(float((after - before).norm() / before.norm()))
+    assert report["clip_share_value"] == pytest.approx(report["grad_norm_value"] / diagnosed.clip_grad)
+    assert report["grad_norm_policy"] > 0 and report["grad_norm_value"] > 0
+
+
+def test_relu_activity_counts_units_that_fire_on_some_row():
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]))
+        net[0].bias.zero_()
+    with relu_activity(net) as alive:
+        net(torch.tensor([[1.0, -1.0], [-1.0, -1.0]]))  # unit 0 fires on row 0; 1 never; 2 on row 1
+    assert alive == {"1": pytest.approx(2 / 3)}
+    net(torch.ones(1, 2))  # the hooks are gone once the block ends
+    assert alive == {"1": pytest.approx(2 / 3)}
+
+
+def test_learning_rate_rises_linearly_over_the_warm_up_then_holds():
+    learner = make_learner()  # lr 1e-2
+    learner.lr_warmup = 4
+    applied = []
+    for _ in range(6):
+        learner.step(make_batch([1, 2, 3, 4]))
+        applied.append(learner.optimizer.param_groups[0]["lr"])
+    assert applied == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01, 0.01])
+    learner.steps_done = 2  # resumed mid-warm-up: the ramp goes on from the restored step
+    assert learner.current_lr() == pytest.approx(0.0075)

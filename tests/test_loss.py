@@ -46,3 +46,22 @@ def test_a2c_loss_sums_terms_and_detaches_advantage():
     terms.total.backward()
     # d value_loss / d V = (V - ref) -> [-2, 2]; the policy term sends nothing into V.
     assert values.grad.tolist() == pytest.approx([-2.0, 2.0])
+
+
+def test_value_weight_scales_only_the_value_term_of_the_total():
+    logits = torch.zeros(2, 2)
+    values, reference = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 0.0])
+    plain = a2c_loss(logits, values, torch.tensor([0, 1]), reference, 0.01)
+    halved = a2c_loss(logits, values, torch.tensor([0, 1]), reference, 0.01, value_weight=0.5)
+    assert halved.value.item() == pytest.approx(4.0)  # reported unweighted
+    assert halved.total.item() == pytest.approx(plain.total.item() - 2.0)
+
+
+def test_policy_entropy_is_in_nats_and_independent_of_the_entropy_weight():
+    uniform = a2c_loss(torch.zeros(3, 6), torch.zeros(3), torch.tensor([0, 1, 2]), torch.zeros(3), 0.0)
+    assert uniform.policy_entropy.item() == pytest.approx(math.log(6))
+    # p = (0.5, 0.5, 0): entropy ln 2
+    two_way = torch.tensor([[0.0, 0.0, -1e4]])
+    terms = a2c_loss(two_way, torch.zeros(1), torch.tensor([0]), torch.zeros(1), 0.05)
+    assert terms.policy_entropy.item() == pytest.approx(math.log(2))
+    assert not terms.policy_entropy.requires_grad

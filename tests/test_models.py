@@ -80,3 +80,24 @@ def test_bf16_evaluation_is_float32_and_close_to_the_float32_pass():
     # bfloat16 keeps about 3 significant digits through the conv body
     torch.testing.assert_close(mixed_logits, logits, rtol=0.05, atol=0.01)
     torch.testing.assert_close(mixed_values, values, rtol=0.05, atol=0.01)
+
+
+def test_shared_heads_start_uniform_and_read_one_512_unit_layer():
+    torch.manual_seed(0)
+    net = AtariA2C((4, 84, 84), 6, heads="shared")
+    frames = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
+    logits, values = net(frames)
+    # logits' weights have gain 0.01 over unit-scale features: the policy starts uniform
+    assert logits.abs().max() < 0.05 and values.shape == (16,)
+    assert {name for name, _ in net.named_parameters()} == {
+        "conv.0.weight", "conv.0.bias", "conv.2.weight", "conv.2.bias", "conv.4.weight", "conv.4.bias",
+        "body.0.weight", "body.0.bias", "policy.weight", "policy.bias", "value.weight", "value.bias"}
+    weight = net.body[0].weight  # orthogonal rows with gain sqrt 2
+    assert torch.allclose(weight @ weight.T, 2 * torch.eye(512), atol=1e-4)
+
+
+def test_separate_heads_keep_the_reference_nets_parameter_names():
+    names = {name for name, _ in AtariA2C((4, 84, 84), 6, heads="separate").named_parameters()}
+    assert {name for name in names if not name.startswith("conv.")} == {
+        "policy.0.weight", "policy.0.bias", "policy.2.weight", "policy.2.bias",
+        "value.0.weight", "value.0.bias", "value.2.weight", "value.2.bias"}
