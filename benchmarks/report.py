@@ -151,6 +151,59 @@ def _modes_section(modes: dict) -> list[str]:
     return [*lines, ""]
 
 
+def _solve_section(solve: dict) -> list[str]:
+    """Pong to the goal at the defaults: per seed the minutes and frames to the goal (or the
+    best mean-100 reached) and the early signals; SB3 A2C over the same wall time."""
+    goal = solve["goal"]
+    lines = [f"### Pong to a mean-100 of {goal:g}, from scratch at the defaults", "",
+             _row("run", "reached the goal", "minutes", "frames", "entropy by 2M frames",
+                  "mean-100 at 4M frames", "early signals"),
+             _row("-", "-", "-", "-", "-", "-", "-")]
+    for run in solve["ours"]:
+        early = run["early"]
+        entropy = early.get("2M", {}).get("policy_entropy")
+        reward = early.get("4M", {}).get("mean_reward_100")
+        verdict = {True: "learning", False: "stuck", None: "n/a"}[run["learning_early"]]
+        lines.append(_row(f"this trainer, seed {run['seed']}", "yes" if run["solved"] else "no",
+                          f"{run['wall_seconds'] / 60:.1f}", f"{run['frames']:,}",
+                          "n/a" if entropy is None else f"{entropy:.2f}",
+                          "n/a" if reward is None else f"{reward:.1f}", verdict))
+    if "sb3" in solve:
+        sb3 = solve["sb3"]
+        best = max((reward for _, _, reward in sb3["curve"] if reward is not None), default=None)
+        lines.append(_row("SB3 A2C, RL-zoo Atari values, seed 0", "yes" if sb3["solved"] else "no",
+                          f"{sb3['wall_seconds'] / 60:.1f}", f"{sb3['frames']:,}", "", "",
+                          "" if best is None else f"best mean-100 {best:.1f}"))
+    return [*lines, "", "![Pong mean-100 reward against minutes and frames](pong_solve.png)", ""]
+
+
+def plot_solve(solve: dict, path: Path) -> None:
+    """Mean-100 reward against wall minutes (left) and env frames (right), a line a run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (by_time, by_frames) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    runs = [(f"seed {run['seed']}", "-", run) for run in solve["ours"]]
+    if "sb3" in solve:
+        runs.append(("SB3 A2C (RL zoo)", "--", solve["sb3"]))
+    for label, style, run in runs:
+        points = [(t, frames, reward) for t, frames, reward in run["curve"] if reward is not None]
+        by_time.plot([t / 60 for t, _, _ in points], [r for _, _, r in points], style, label=label)
+        by_frames.plot([f / 1e6 for _, f, _ in points], [r for _, _, r in points], style, label=label)
+    for axes in (by_time, by_frames):
+        axes.axhline(solve["goal"], color="grey", linewidth=0.8)
+    by_time.set_xlabel("wall minutes from launch")
+    by_frames.set_xlabel("env frames (millions)")
+    by_time.set_ylabel("mean reward of the last 100 episodes")
+    by_time.set_title("PongNoFrameskip-v4, 2 CPU cores")
+    by_time.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def _solve_cell(run: dict) -> str:
     return f"{run['wall_seconds']:.1f}" + ("" if run["solved"] else " (not solved)")
 
@@ -168,15 +221,26 @@ def _denormals_section(denormals: dict) -> list[str]:
     ]
 
 
-def markdown_report(results: dict) -> str:
+def _header(title: str, results: dict) -> list[str]:
     machine = results["machine"]
     versions = ", ".join(f"{name} {version}" for name, version in machine["versions"].items())
-    lines = [
-        "# Benchmarks", "",
+    return [
+        f"# {title}", "",
         f"Command: `{results['command']}`", "",
         (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
-        f"{machine['platform']}."), "",
+         f"{machine['platform']}."), "",
         f"Versions: {versions}.", "",
+    ]
+
+
+def solve_report(results: dict) -> str:
+    """The solve part alone, for docs/pong_solve.md."""
+    return "\n".join([*_header("Pong solved at the defaults", results), *_solve_section(results["solve"])])
+
+
+def markdown_report(results: dict) -> str:
+    lines = [
+        *_header("Benchmarks", results),
         (f"Pong figures are rates over a {results['window_seconds']:.0f}-second window after "
         f"{results['warmup_seconds']:.0f} seconds of warm-up."), "",
     ]
@@ -190,6 +254,8 @@ def markdown_report(results: dict) -> str:
         lines += _cartpole_section(results["cartpole"])
     if "modes" in results:
         lines += _modes_section(results["modes"])
+    if "solve" in results:
+        lines += _solve_section(results["solve"])
     return "\n".join(lines)
 
 

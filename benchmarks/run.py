@@ -34,15 +34,19 @@ from pathlib import Path
 import psutil
 
 from a3c.config import ATARI_PRESET
-from a3c.load import read_progress
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
-from benchmarks.report import markdown_report, plot_cartpole
+from benchmarks.report import markdown_report, plot_cartpole, plot_solve, solve_report
+from benchmarks.solve import learning_early, train_to_goal
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
 
 PONG = "PongNoFrameskip-v4"
+PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
+SB3_ZOO_ATARI_ENVS = 16
+SOLVE_SECONDS = 2700.0
+"""Issue 26's limit for Pong to 18 on 2 cores: 45 minutes."""
 
 
 def sb3_available() -> bool:
@@ -50,11 +54,13 @@ def sb3_available() -> bool:
 
 
 def run_sb3(env_id: str, n_envs: int, max_seconds: float, ent_coef: float = 0.01,
-            stop_reward: float | None = None, seed: int = 0) -> dict:
+            stop_reward: float | None = None, seed: int = 0, zoo_atari: bool = False) -> dict:
     command = [sys.executable, "-m", "benchmarks.sb3_a2c", "--env", env_id, "--n-envs", str(n_envs),
                "--ent-coef", str(ent_coef), "--max-seconds", str(max_seconds), "--seed", str(seed)]
     if stop_reward is not None:
         command += ["--stop-reward", str(stop_reward)]
+    if zoo_atari:
+        command.append("--zoo-atari")
     started = time.monotonic()
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -79,21 +85,7 @@ def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
 
 def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) -> dict:
     with tempfile.TemporaryDirectory() as logdir:
-        command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", CARTPOLE, "--seed", str(seed),
-                   "--logdir", logdir, "--max-seconds", str(max_seconds), *extra_args]
-        started = time.monotonic()
-        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-        wall = time.monotonic() - started
-        (run_dir,) = Path(logdir).iterdir()
-        summary = json.loads((run_dir / "summary.json").read_text())
-        records = read_progress(run_dir)
-    if result.returncode != 0:
-        raise RuntimeError(f"trainer failed ({result.returncode}):\n{result.stdout[-2000:]}")
-    startup = wall - summary["seconds"]
-    curve = [(startup + r["seconds"], r["frames"], r["mean_reward_100"]) for r in records]
-    curve.append((wall, summary["frames"], summary["mean_reward_100"]))
-    return {"seed": seed, "solved": summary["reason"] == "solved", "wall_seconds": wall,
-            "frames": summary["frames"], "curve": curve}
+        return train_to_goal(CARTPOLE, seed, max_seconds, Path(logdir), extra_args)
 
 
 def solve_sb3(seed: int, max_seconds: float) -> dict:
@@ -114,6 +106,22 @@ def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float) ->
         result |= {"sb3": sb3, "sb3_median_seconds": statistics.median(r["wall_seconds"] for r in sb3),
                    "sb3_median_frames": statistics.median(r["frames"] for r in sb3)}
         result["time_ratio"] = result["ours_median_seconds"] / result["sb3_median_seconds"]
+    return result
+
+
+def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Path) -> dict:
+    """Pong from scratch at the defaults for each seed, then SB3 A2C with the RL zoo's Atari
+    values on the same envs for as long as our slowest seed ran."""
+    ours = []
+    for seed in seeds:
+        run = train_to_goal(PONG, seed, max_seconds, logdir)
+        run["learning_early"] = learning_early(run["early"])
+        print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
+        ours.append(run)
+    result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
+    if with_sb3:
+        budget = max(run["wall_seconds"] for run in ours)
+        result["sb3"] = run_sb3(PONG, SB3_ZOO_ATARI_ENVS, budget, stop_reward=PONG_GOAL, zoo_atari=True)
     return result
 
 
@@ -214,13 +222,18 @@ def exit_on_sigterm() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
-    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes"], action="append",
-                        help="run only these parts (repeatable); modes (data against grads) runs "
-                             "only when named")
+    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve"],
+                        action="append",
+                        help="run only these parts (repeatable); modes (data against grads) and "
+                             "solve (Pong from scratch to 18 for each seed, then SB3 for as long; "
+                             "about 2 hours) run only when named")
+    parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
+                        help="solve: time limit of each Pong run")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
-    parser.add_argument("--seeds", type=int, default=None, help="CartPole seeds")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2)")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
     parser.add_argument("--bf16", action="store_true",
                         help="probe and run Pong with --bf16 (bfloat16 acting and training)")
@@ -287,16 +300,26 @@ def main(argv: list[str] | None = None) -> int:
         results["cartpole"]["cpu_steal"] = steal.fraction
     if "modes" in parts:
         results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
+    if "solve" in parts:
+        results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
+                                      out / "solve-runs")
     report = markdown_report(results)
     print(report)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (out / f"benchmark-{stamp}.json").write_text(json.dumps(results, indent=1) + "\n")
     if "cartpole" in results:
         plot_cartpole(results["cartpole"], out / f"cartpole-{stamp}.png")
+    if "solve" in results:
+        plot_solve(results["solve"], out / f"pong_solve-{stamp}.png")
     if args.docs:
         if "cartpole" in results:
             plot_cartpole(results["cartpole"], ROOT / "docs" / "cartpole.png")
-        (ROOT / "docs" / "benchmarks.md").write_text(report)
+        if "solve" in results:
+            plot_solve(results["solve"], ROOT / "docs" / "pong_solve.png")
+            (ROOT / "docs" / "pong_solve.json").write_text(json.dumps(results["solve"], indent=1) + "\n")
+            (ROOT / "docs" / "pong_solve.md").write_text(solve_report(results))
+        if parts - {"solve"}:
+            (ROOT / "docs" / "benchmarks.md").write_text(report)
     print(f"results in {out}/benchmark-{stamp}.json")
     return 0
 

@@ -15,6 +15,7 @@ import time
 from stable_baselines3 import A2C
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from lib.envs import is_atari, make_env
@@ -57,10 +58,17 @@ def main() -> None:
     parser.add_argument("--stop-reward", type=float, default=None)
     parser.add_argument("--max-seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--zoo-atari", action="store_true",
+                        help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
+                             "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01)")
     args = parser.parse_args()
     envs = DummyVecEnv([lambda: Monitor(make_env(args.env))] * args.n_envs)
     policy = "CnnPolicy" if is_atari(args.env) else "MlpPolicy"
-    model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu")
+    tuned = {}
+    if args.zoo_atari:
+        tuned = {"vf_coef": 0.25, "policy_kwargs": {"optimizer_class": RMSpropTFLike,
+                                                    "optimizer_kwargs": {"eps": 1e-5}}}
+    model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     watch = Watch(args.stop_reward, args.max_seconds)
     model.learn(total_timesteps=10**9, callback=watch)
     frames_per_step = 4 if is_atari(args.env) else 1

@@ -1,0 +1,76 @@
+"""Training runs to a goal: the trainer from scratch until its mean-100 reward reaches the
+goal, with the curve and the early signals that tell a learning Pong run from a stuck one.
+
+The early signals (docs/learning.md says where they come from): by 2 million frames a run
+that will solve Pong has its policy's entropy below ``EARLY_ENTROPY`` (ln 6 = 1.79 is the
+uniform policy), and by 4 million its mean-100 reward is above ``EARLY_REWARD``.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from a3c.load import read_progress
+from benchmarks.window import ROOT
+
+EARLY_FRAMES = (2_000_000, 4_000_000)
+EARLY_ENTROPY = 1.5
+"""Mean policy entropy over the first 2 million frames' last stretch must fall below this."""
+EARLY_REWARD = -19.0
+"""Mean-100 reward at 4 million frames must be above this."""
+
+
+def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
+                  extra_args: tuple[str, ...] = ()) -> dict:
+    """Run ``run_a3c.py`` at its defaults (plus ``extra_args``) in ``logdir`` until solved or
+    out of time; the curve is (seconds since the command started, frames, mean-100)."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    before = set(logdir.iterdir())
+    command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", env_id, "--seed", str(seed),
+               "--logdir", str(logdir), "--max-seconds", str(max_seconds), *extra_args]
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"trainer failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    (run_dir,) = set(logdir.iterdir()) - before
+    summary = json.loads((run_dir / "summary.json").read_text())
+    records = read_progress(run_dir)
+    startup = wall - summary["seconds"]
+    curve = [(startup + r["seconds"], r["frames"], r["mean_reward_100"]) for r in records]
+    curve.append((wall, summary["frames"], summary["mean_reward_100"]))
+    return {"seed": seed, "solved": summary["reason"] == "solved", "wall_seconds": wall,
+            "trainer_seconds": summary["seconds"], "frames": summary["frames"], "curve": curve, "run_dir": str(run_dir),
+            "early": early_signals(records)}
+
+
+def early_signals(records: list[dict]) -> dict[str, dict]:
+    """At each of ``EARLY_FRAMES``: the mean-100 reward, and the policy's mean entropy over
+    the stretch since the previous mark (or the start)."""
+    signals, previous = {}, records[0]
+    for mark in EARLY_FRAMES:
+        reached = next((record for record in records if record["frames"] >= mark), None)
+        if reached is None:
+            break
+        batches = reached["policy_entropy_batches"] - previous["policy_entropy_batches"]
+        entropy = ((reached["policy_entropy_sum"] - previous["policy_entropy_sum"]) / batches
+                   if batches else None)
+        signals[f"{mark // 1_000_000}M"] = {"frames": reached["frames"], "seconds": reached["seconds"],
+                                            "mean_reward_100": reached["mean_reward_100"],
+                                            "policy_entropy": entropy}
+        previous = reached
+    return signals
+
+
+def learning_early(signals: dict[str, dict]) -> bool | None:
+    """True when both early signals say the run learns, False when one says it does not,
+    None when the run ended before 4 million frames without solving."""
+    first, second = signals.get("2M"), signals.get("4M")
+    if first is None or second is None:
+        return None
+    entropy_fell = first["policy_entropy"] is not None and first["policy_entropy"] < EARLY_ENTROPY
+    reward_rose = second["mean_reward_100"] is not None and second["mean_reward_100"] > EARLY_REWARD
+    return entropy_fell and reward_rose

@@ -1,0 +1,71 @@
+"""The solve part's early signals and its run record, on hand-made progress records and a
+real CartPole run."""
+from pathlib import Path
+
+import pytest
+
+from benchmarks.report import solve_report
+from benchmarks.solve import (
+    EARLY_ENTROPY,
+    EARLY_REWARD,
+    early_signals,
+    learning_early,
+    train_to_goal,
+)
+
+
+def record(frames, seconds, reward, entropy_sum, batches):
+    return {"frames": frames, "seconds": seconds, "mean_reward_100": reward,
+            "policy_entropy_sum": entropy_sum, "policy_entropy_batches": batches}
+
+
+RECORDS = [
+    record(0, 0.0, None, 0.0, 0),
+    record(1_000_000, 150.0, -20.5, 1790.0, 1000),
+    record(2_048_000, 300.0, -20.0, 3200.0, 2000),  # the 2M mark: 3200 / 2000 = 1.6 since the start
+    record(3_000_000, 450.0, -19.0, 4390.0, 3000),
+    record(4_100_000, 600.0, -17.5, 5600.0, 4000),  # the 4M mark: (5600 - 3200) / 2000 = 1.2
+]
+
+
+def test_early_signals_read_the_first_record_past_each_mark():
+    signals = early_signals(RECORDS)
+    assert signals["2M"] == {"frames": 2_048_000, "seconds": 300.0, "mean_reward_100": -20.0,
+                             "policy_entropy": pytest.approx(1.6)}
+    assert signals["4M"]["mean_reward_100"] == -17.5
+    assert signals["4M"]["policy_entropy"] == pytest.approx(1.2)
+    assert "4M" not in early_signals(RECORDS[:3])
+
+
+@pytest.mark.parametrize("entropy_2m, reward_4m, verdict", [
+    (EARLY_ENTROPY - 0.01, EARLY_REWARD + 0.5, True),
+    (EARLY_ENTROPY + 0.01, EARLY_REWARD + 0.5, False),  # the policy has not moved
+    (EARLY_ENTROPY - 0.01, EARLY_REWARD - 0.5, False),  # it moved, but not towards scoring
+])
+def test_learning_early_needs_both_signals(entropy_2m, reward_4m, verdict):
+    signals = {"2M": {"policy_entropy": entropy_2m, "mean_reward_100": -20.9},
+               "4M": {"policy_entropy": 1.0, "mean_reward_100": reward_4m}}
+    assert learning_early(signals) is verdict
+    assert learning_early({"2M": signals["2M"]}) is None  # ended before 4M frames
+
+
+def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
+    run = train_to_goal("CartPole-v1", seed=0, max_seconds=120, logdir=tmp_path / "runs")
+    assert run["solved"] and run["frames"] > 0
+    assert Path(run["run_dir"]).parent == tmp_path / "runs"
+    seconds = [point[0] for point in run["curve"]]
+    assert seconds == sorted(seconds) and seconds[-1] == pytest.approx(run["wall_seconds"])
+    assert run["curve"][-1][2] >= 475.0
+
+
+def test_solve_report_lists_each_seed_and_the_peer():
+    ours = {"seed": 0, "solved": True, "wall_seconds": 1800.0, "frames": 12_000_000,
+            "early": early_signals(RECORDS), "learning_early": True, "curve": []}
+    sb3 = {"solved": False, "wall_seconds": 1800.0, "frames": 5_000_000,
+           "curve": [(10.0, 1000, -21.0), (1800.0, 5_000_000, -12.5)]}
+    results = {"command": "python -m benchmarks.run --only solve", "solve": {"goal": 18.0, "ours": [ours], "sb3": sb3},
+               "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 24, "platform": "linux",
+                           "versions": {"torch": "2"}}}
+    text = solve_report(results)
+    assert "| this trainer, seed 0 | yes | 30.0 | 12,000,000 | 1.60 | -17.5 | learning |" in text
+    assert "best mean-100 -12.5" in text
