@@ -156,18 +156,19 @@ def _solve_section(solve: dict) -> list[str]:
     best mean-100 reached) and the early signals; SB3 A2C over the same wall time."""
     goal = solve["goal"]
     lines = [f"### Pong to a mean-100 of {goal:g}, from scratch at the defaults", "",
-             _row("run", "reached the goal", "minutes", "frames", "entropy by 2M frames",
-                  "mean-100 at 4M frames", "early signals"),
+             _row("run", "reached the goal", "minutes", "frames", "entropy over the first 2M frames",
+                  "mean-100 at 4M / 6M frames", "early signals"),
              _row("-", "-", "-", "-", "-", "-", "-")]
     for run in solve["ours"]:
         early = run["early"]
         entropy = early.get("2M", {}).get("policy_entropy")
-        reward = early.get("4M", {}).get("mean_reward_100")
+        rewards = [early.get(mark, {}).get("mean_reward_100") for mark in ("4M", "6M")]
         verdict = {True: "learning", False: "stuck", None: "n/a"}[run["learning_early"]]
         lines.append(_row(f"this trainer, seed {run['seed']}", "yes" if run["solved"] else "no",
                           f"{run['wall_seconds'] / 60:.1f}", f"{run['frames']:,}",
-                          "n/a" if entropy is None else f"{entropy:.2f}",
-                          "n/a" if reward is None else f"{reward:.1f}", verdict))
+                          "n/a" if entropy is None else f"{entropy:.3f}",
+                          " / ".join("n/a" if reward is None else f"{reward:.1f}" for reward in rewards),
+                          verdict))
     if "sb3" in solve:
         sb3 = solve["sb3"]
         best = max((reward for _, _, reward in sb3["curve"] if reward is not None), default=None)

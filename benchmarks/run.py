@@ -37,7 +37,7 @@ from a3c.config import ATARI_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import markdown_report, plot_cartpole, plot_solve, solve_report
-from benchmarks.solve import learning_early, train_to_goal
+from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
 
@@ -109,11 +109,13 @@ def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float) ->
     return result
 
 
-def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Path) -> dict:
+def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Path,
+               earlier: dict | None = None) -> dict:
     """Pong from scratch at the defaults for each seed, then SB3 A2C with the RL zoo's Atari
-    values on the same envs for as long as our slowest seed ran."""
-    ours = []
-    for seed in seeds:
+    values on the same envs for as long as our slowest seed ran. With ``earlier`` (a solve
+    part's results) its runs are kept and only the peer runs."""
+    ours = [] if earlier is None else [reread_early_signals(run) for run in earlier["ours"]]
+    for seed in [] if earlier is not None else seeds:
         run = train_to_goal(PONG, seed, max_seconds, logdir)
         run["learning_early"] = learning_early(run["early"])
         print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
@@ -229,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                              "about 2 hours) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
+    parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
+                        help="solve: keep this earlier solve result's runs (docs/pong_solve.json) "
+                             "and run only the SB3 peer beside them")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
@@ -301,8 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     if "modes" in parts:
         results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
     if "solve" in parts:
+        earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
-                                      out / "solve-runs")
+                                      out / "solve-runs", earlier)
     report = markdown_report(results)
     print(report)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -1,9 +1,11 @@
 """Training runs to a goal: the trainer from scratch until its mean-100 reward reaches the
 goal, with the curve and the early signals that tell a learning Pong run from a stuck one.
 
-The early signals (docs/learning.md says where they come from): by 2 million frames a run
-that will solve Pong has its policy's entropy below ``EARLY_ENTROPY`` (ln 6 = 1.79 is the
-uniform policy), and by 4 million its mean-100 reward is above ``EARLY_REWARD``.
+The early signals (docs/learning.md says where they come from): over its first 2 million
+frames a run that will solve Pong holds its policy's mean entropy below ``EARLY_ENTROPY``
+(a policy that no longer sees the screen sits at ln 6 = 1.792), and by 6 million frames its
+mean-100 reward is above ``EARLY_REWARD``. Before about 4 million frames the reward of a
+learning run and a stuck one look alike.
 """
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ from pathlib import Path
 from a3c.load import read_progress
 from benchmarks.window import ROOT
 
-EARLY_FRAMES = (2_000_000, 4_000_000)
-EARLY_ENTROPY = 1.5
-"""Mean policy entropy over the first 2 million frames' last stretch must fall below this."""
-EARLY_REWARD = -19.0
-"""Mean-100 reward at 4 million frames must be above this."""
+EARLY_FRAMES = (2_000_000, 4_000_000, 6_000_000)
+EARLY_ENTROPY = 1.775
+"""The policy's mean entropy over the first 2 million frames must be below this."""
+EARLY_REWARD = -19.5
+"""The mean-100 reward at 6 million frames must be above this."""
 
 
 def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
@@ -65,10 +67,19 @@ def early_signals(records: list[dict]) -> dict[str, dict]:
     return signals
 
 
+def reread_early_signals(run: dict) -> dict:
+    """An earlier run's record with its early signals read again from its run directory,
+    where that still exists, so that they follow the marks and thresholds of this code."""
+    run_dir = Path(run["run_dir"])
+    if (run_dir / "progress.jsonl").exists():
+        run = {**run, "early": early_signals(read_progress(run_dir))}
+    return {**run, "learning_early": learning_early(run["early"])}
+
+
 def learning_early(signals: dict[str, dict]) -> bool | None:
     """True when both early signals say the run learns, False when one says it does not,
-    None when the run ended before 4 million frames without solving."""
-    first, second = signals.get("2M"), signals.get("4M")
+    None when the run ended before 6 million frames."""
+    first, second = signals.get("2M"), signals.get("6M")
     if first is None or second is None:
         return None
     entropy_fell = first["policy_entropy"] is not None and first["policy_entropy"] < EARLY_ENTROPY

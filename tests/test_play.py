@@ -64,3 +64,14 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
         stderr = capsys.readouterr().err
         assert exited.value.code == 2, argv
         assert reason in stderr and len(stderr.strip().splitlines()) == 1, stderr
+
+
+@pytest.mark.parametrize("heads", ["shared", "separate"])
+def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, heads):
+    torch.manual_seed(0)
+    net = build_net(describe_env("PongNoFrameskip-v4"), heads)
+    path = tmp_path / "pong.pt"
+    save_checkpoint(path, {"config": {"env_id": "PongNoFrameskip-v4", "heads": heads}, "model": net.state_dict()})
+    env_id, loaded = a3c.play.load_policy(str(path))
+    assert env_id == "PongNoFrameskip-v4"
+    assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))

@@ -1,5 +1,6 @@
 """The solve part's early signals and its run record, on hand-made progress records and a
 real CartPole run."""
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from benchmarks.solve import (
     EARLY_REWARD,
     early_signals,
     learning_early,
+    reread_early_signals,
     train_to_goal,
 )
 
@@ -25,6 +27,7 @@ RECORDS = [
     record(2_048_000, 300.0, -20.0, 3200.0, 2000),  # the 2M mark: 3200 / 2000 = 1.6 since the start
     record(3_000_000, 450.0, -19.0, 4390.0, 3000),
     record(4_100_000, 600.0, -17.5, 5600.0, 4000),  # the 4M mark: (5600 - 3200) / 2000 = 1.2
+    record(6_000_000, 900.0, -12.0, 7000.0, 6000),
 ]
 
 
@@ -34,19 +37,21 @@ def test_early_signals_read_the_first_record_past_each_mark():
                              "policy_entropy": pytest.approx(1.6)}
     assert signals["4M"]["mean_reward_100"] == -17.5
     assert signals["4M"]["policy_entropy"] == pytest.approx(1.2)
+    assert signals["6M"]["mean_reward_100"] == -12.0
     assert "4M" not in early_signals(RECORDS[:3])
 
 
-@pytest.mark.parametrize("entropy_2m, reward_4m, verdict", [
+@pytest.mark.parametrize("entropy_2m, reward_6m, verdict", [
     (EARLY_ENTROPY - 0.01, EARLY_REWARD + 0.5, True),
     (EARLY_ENTROPY + 0.01, EARLY_REWARD + 0.5, False),  # the policy has not moved
     (EARLY_ENTROPY - 0.01, EARLY_REWARD - 0.5, False),  # it moved, but not towards scoring
 ])
-def test_learning_early_needs_both_signals(entropy_2m, reward_4m, verdict):
+def test_learning_early_needs_both_signals(entropy_2m, reward_6m, verdict):
     signals = {"2M": {"policy_entropy": entropy_2m, "mean_reward_100": -20.9},
-               "4M": {"policy_entropy": 1.0, "mean_reward_100": reward_4m}}
+               "4M": {"policy_entropy": 1.7, "mean_reward_100": -20.5},
+               "6M": {"policy_entropy": 1.0, "mean_reward_100": reward_6m}}
     assert learning_early(signals) is verdict
-    assert learning_early({"2M": signals["2M"]}) is None  # ended before 4M frames
+    assert learning_early({"2M": signals["2M"]}) is None  # ended before 6M frames
 
 
 def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
@@ -67,5 +72,14 @@ def test_solve_report_lists_each_seed_and_the_peer():
                "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 24, "platform": "linux",
                            "versions": {"torch": "2"}}}
     text = solve_report(results)
-    assert "| this trainer, seed 0 | yes | 30.0 | 12,000,000 | 1.60 | -17.5 | learning |" in text
+    assert "| this trainer, seed 0 | yes | 30.0 | 12,000,000 | 1.600 | -17.5 / -12.0 | learning |" in text
     assert "best mean-100 -12.5" in text
+
+
+def test_an_earlier_runs_early_signals_are_read_again_from_its_directory(tmp_path: Path):
+    (tmp_path / "progress.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    stale = {"seed": 1, "run_dir": str(tmp_path), "early": {"2M": {}}, "learning_early": None}
+    run = reread_early_signals(stale)
+    assert run["early"] == early_signals(RECORDS) and run["learning_early"] is True  # 1.6 < 1.775, -12 > -19
+    gone = reread_early_signals({**stale, "run_dir": str(tmp_path / "missing")})
+    assert gone["early"] == {"2M": {}} and gone["learning_early"] is None
