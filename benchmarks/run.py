@@ -114,12 +114,15 @@ def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Pat
     """Pong from scratch at the defaults for each seed, then SB3 A2C with the RL zoo's Atari
     values on the same envs for as long as our slowest seed ran. With ``earlier`` (a solve
     part's results) its runs are kept and only the peer runs."""
-    ours = [] if earlier is None else [reread_early_signals(run) for run in earlier["ours"]]
-    for seed in [] if earlier is not None else seeds:
-        run = train_to_goal(PONG, seed, max_seconds, logdir)
-        run["learning_early"] = learning_early(run["early"])
-        print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
-        ours.append(run)
+    if earlier is not None:
+        ours = [reread_early_signals(run) for run in earlier["ours"]]
+    else:
+        ours = []
+        for seed in seeds:
+            run = train_to_goal(PONG, seed, max_seconds, logdir)
+            run["learning_early"] = learning_early(run["early"])
+            print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
+            ours.append(run)
     result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
     if with_sb3:
         budget = max(run["wall_seconds"] for run in ours)
