@@ -6,7 +6,7 @@ buffer) steps envs with the same code.
 """
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,11 +20,10 @@ from lib.models import evaluate, sample_actions
 
 @dataclass
 class ActorStep:
-    """What one vector step produced. ``policy_version`` is the optimizer step of the weights
-    that chose the oldest action in ``batch``."""
+    """What one vector step produced: transitions (each row labelled with the policy version
+    that chose its action) and finished episodes."""
 
     batch: TransitionBatch | None
-    policy_version: int
     episodes: list[EpisodeResult] = field(default_factory=list)
 
 
@@ -35,36 +34,45 @@ class VectorActor:
     V(last state) for the transitions that end on these observations, so the learner needs
     no second forward pass and last states never travel between processes. ``bf16`` runs it
     under bfloat16 autocast (``evaluate``); ``clip_rewards`` trains on the rewards' signs.
+
+    ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
+    before each forward pass, so a row's label is the version of the logits that chose its
+    action (at least that new, since the learner may step while the pass reads the weights).
     """
 
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
-                 seed: int, bf16: bool = False, clip_rewards: bool = False):
+                 policy_version: Callable[[], int], seed: int, bf16: bool = False,
+                 clip_rewards: bool = False):
         self.net = net
+        self.policy_version = policy_version
         self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs)
         self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards)
-        self._acting_versions: deque[int] = deque(maxlen=reward_steps)
         self._observations, _ = self.envs.reset(seed=seed)
+        self._logits_version = policy_version()
         self._logits, _ = self._evaluate(self._observations)
 
     def _evaluate(self, observations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         return evaluate(self.net, torch.as_tensor(observations).to(self.device), self.bf16)
 
-    def step(self, acting_version: int) -> ActorStep:
-        """One vector step; ``acting_version`` is the optimizer step of the net's weights now."""
-        self._acting_versions.append(acting_version)
+    def step(self) -> ActorStep:
+        """Act on the last observations with the logits already computed for them, step the
+        envs, and evaluate what came back."""
         actions = sample_actions(self._logits).cpu().numpy()
+        acting_version = self._logits_version
         next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
+        self._logits_version = self.policy_version()
         self._logits, next_values = self._evaluate(next_observations)
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values.cpu().numpy(),
             final_values=None if self.accumulator.next_step_reset else self._final_values(truncated, infos),
+            policy_version=acting_version,
         )
         self._observations = next_observations
-        return ActorStep(batch, self._acting_versions[0], episodes)
+        return ActorStep(batch, episodes)
 
     def _final_values(self, truncated: np.ndarray, infos: dict) -> np.ndarray | None:
         """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""

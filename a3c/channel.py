@@ -15,18 +15,19 @@ learner has read it.
 """
 from __future__ import annotations
 
-import dataclasses
 import queue
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from a3c.learner import LossStats
 from a3c.messages import Gradients, SlotGradients, SlotTransitions, Transitions
 from lib.experience import TransitionBatch
+
+if TYPE_CHECKING:
+    from lib.gradients import LossStats
 
 POLL_SECONDS = 0.1
 
@@ -87,13 +88,12 @@ class ChildChannel:
         finally:
             self.wait_seconds += time.monotonic() - started
 
-    def put_transitions(self, batch: TransitionBatch, policy_version: int) -> bool:
-        """Write ``batch.states`` into the next slot and send the rest; False if stopped."""
+    def put_transitions(self, batch: TransitionBatch) -> bool:
+        """Write ``batch.states`` into the next slot and send the other columns; False if stopped."""
         slot = self._fill_slot(batch.states)
         if slot is None:
             return False
-        in_transit = dataclasses.replace(batch, states=None)
-        return self.put(SlotTransitions(self.worker_id, slot, in_transit, policy_version))
+        return self.put(SlotTransitions(self.worker_id, slot, batch.columns_but_states()))
 
     def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
                      loss: LossStats) -> bool:
@@ -128,11 +128,8 @@ class ChildChannel:
             gradient = self._read_slot(message.slot, 1)[0]
             return Gradients(message.worker_id, gradient, message.policy_version,
                              message.transitions, message.loss)
-        rows = len(message.batch)
-        states = self._read_slot(message.slot, rows)
-        versions = np.full(rows, message.policy_version, dtype=np.int64)
-        batch = dataclasses.replace(message.batch, states=states, policy_versions=versions)
-        return Transitions(message.worker_id, batch)
+        states = self._read_slot(message.slot, len(message.columns["actions"]))
+        return Transitions(message.worker_id, TransitionBatch(states=states, **message.columns))
 
     def _read_slot(self, slot: int, rows: int) -> np.ndarray:
         copied = self.slots[slot, :rows].numpy().copy()

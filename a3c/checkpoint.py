@@ -53,4 +53,19 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"{str(path)!r} is not a readable checkpoint ({reason[:120]})") from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a checkpoint of this project")
+    if "policy_version" not in state:  # written before the policy version had a key of its own
+        state["policy_version"] = state.get("counters", {}).pop("optimizer_steps", 0)
     return state
+
+
+def check_matches(state: dict[str, Any], env_id: str, net: torch.nn.Module) -> None:
+    """CheckpointError unless ``state`` was trained on ``env_id`` with ``net``'s shapes."""
+    saved_env = state.get("config", {}).get("env_id")
+    if saved_env != env_id:
+        raise CheckpointError(f"checkpoint was trained on {saved_env}, this run is {env_id}")
+    saved = state["model"]
+    for name, tensor in net.state_dict().items():
+        saved_shape = tuple(saved[name].shape) if name in saved else None
+        if saved_shape != tuple(tensor.shape):
+            raise CheckpointError(f"network differs at {name}: checkpoint {saved_shape}, "
+                                  f"this run {tuple(tensor.shape)}")

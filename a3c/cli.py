@@ -1,4 +1,5 @@
-"""Command line: parse and validate before any child exists, train, exit with the run's code."""
+"""Command line: parse and validate, train, exit with the run's code; a setting found
+unusable before any child exists (a bad flag, a --resume file, a --logdir) exits 2."""
 from __future__ import annotations
 
 import sys
@@ -10,10 +11,9 @@ from a3c.train import train
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        config = parse_config(argv)
+        result = train(parse_config(argv))
     except ConfigError as error:
         exit_on_config_error(error)
-    result = train(config)
     counters = result.counters
     mean = "n/a" if result.mean_reward is None else f"{result.mean_reward:.2f}"
     print(f"{result.reason}: {counters.frames:,} frames, {counters.episodes:,} episodes, "

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from lib.envs import EnvError, EnvInfo, describe_env
 from lib.loss import LossSettings
-from lib.models import HEADS, build_net
+from lib.models import HEADS
 
 
 class ConfigError(ValueError):
@@ -317,29 +317,6 @@ def validate(config: Config) -> None:
             raise ConfigError("--cuda given but CUDA is not available on this machine")
     if not is_writable_dir(config.logdir):
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
-    if config.resume is not None:
-        check_resumable(config)
-
-
-def check_resumable(config: Config) -> dict:
-    """Load ``config.resume`` and refuse it when its env or network would differ."""
-    from a3c.checkpoint import CheckpointError, load_checkpoint
-
-    try:
-        state = load_checkpoint(config.resume)
-    except CheckpointError as exc:
-        raise ConfigError(f"--resume: {exc}") from exc
-    saved_env = state.get("config", {}).get("env_id")
-    if saved_env != config.env_id:
-        raise ConfigError(f"--resume: checkpoint was trained on {saved_env}, this run is {config.env_id}")
-    expected = build_net(describe_env(config.env_id), config.heads).state_dict()
-    saved = state["model"]
-    for name, tensor in expected.items():
-        saved_shape = tuple(saved[name].shape) if name in saved else None
-        if saved_shape != tuple(tensor.shape):
-            raise ConfigError(f"--resume: network differs at {name}: checkpoint {saved_shape}, "
-                              f"this run {tuple(tensor.shape)}")
-    return state
 
 
 def is_writable_dir(path: str) -> bool:

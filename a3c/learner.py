@@ -19,47 +19,14 @@ from torch import nn
 if TYPE_CHECKING:
     from a3c.messages import Gradients, Transitions
 
-from lib.batch import TransitionBuffer, unpack_batch
+from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
-from lib.loss import LossSettings, LossTerms, a2c_loss
-from lib.models import forward
+from lib.gradients import LossStats, batch_loss, loss_gradients
+from lib.loss import LossSettings, LossTerms
 
 
 class NonFiniteLoss(RuntimeError):
     """The loss or gradient norm was NaN or infinite; the step was not applied."""
-
-
-@dataclass
-class LossStats:
-    """The loss terms and value statistics of one batch, as floats."""
-
-    loss_total: float
-    loss_policy: float
-    loss_value: float
-    loss_entropy: float
-    advantage: float
-    values: float
-    reference_values: float
-    policy_entropy: float
-    """The policy's mean entropy in nats, not scaled by the entropy weight."""
-
-    @staticmethod
-    def mean(all_stats: Sequence[LossStats]) -> LossStats:
-        columns = [asdict(stats) for stats in all_stats]
-        return LossStats(**{name: float(np.mean([row[name] for row in columns])) for name in columns[0]})
-
-    @staticmethod
-    def of(terms: LossTerms, values: torch.Tensor, reference_values: torch.Tensor) -> LossStats:
-        return LossStats(
-            loss_total=float(terms.total.detach()),
-            loss_policy=float(terms.policy.detach()),
-            loss_value=float(terms.value.detach()),
-            loss_entropy=float(terms.entropy.detach()),
-            advantage=float(terms.advantages.mean()),
-            values=float(values.detach().mean()),
-            reference_values=float(reference_values.mean()),
-            policy_entropy=float(terms.policy_entropy),
-        )
 
 
 @dataclass
@@ -72,30 +39,6 @@ class StepStats(LossStats):
     diagnostics: dict[str, float] | None = None
     """On every ``diagnose_every``-th step: each loss term's gradient norm before the clip,
     as a share of the clip, and the update's norm relative to the weights' (see Learner)."""
-
-
-def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
-               device: torch.device | str) -> tuple[LossTerms, LossStats]:
-    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet)."""
-    states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
-    logits, values = forward(net, states, settings.bf16)
-    terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
-                     settings.value_weight)
-    return terms, LossStats.of(terms, values, reference_values)
-
-
-def loss_gradients(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
-                   device: torch.device | str) -> LossStats:
-    """Forward, loss and backward on ``transitions``: the gradients are left in ``net``'s
-    parameters (replacing any there), the loss terms returned as floats.
-
-    ``settings.bf16`` runs the forward pass under bfloat16 autocast (weights, gradients and
-    the loss stay float32).
-    """
-    terms, stats = batch_loss(net, transitions, settings, device)
-    net.zero_grad(set_to_none=True)
-    terms.total.backward()
-    return stats
 
 
 def gradients_by_term(net: nn.Module, terms: LossTerms, value_weight: float) -> dict[str, float]:
@@ -142,14 +85,6 @@ def relu_activity(net: nn.Module) -> Iterator[dict[str, float]]:
             handle.remove()
 
 
-def flat_gradients(net: nn.Module) -> np.ndarray:
-    """All parameter gradients as one float32 vector, in ``parameters()`` order."""
-    return torch.cat([
-        (torch.zeros_like(parameter) if parameter.grad is None else parameter.grad).reshape(-1)
-        for parameter in net.parameters()
-    ]).cpu().numpy()
-
-
 def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
     """Adam, fused where this torch build has a fused kernel for the net's device.
 
@@ -162,8 +97,8 @@ def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(net.parameters(), lr=lr, eps=eps)
 
 
-def new_policy_version() -> torch.Tensor:
-    """A shared-memory step counter at 0."""
+def new_version_counter() -> torch.Tensor:
+    """A shared-memory policy version (optimizer steps applied) at 0."""
     return torch.zeros((), dtype=torch.int64).share_memory_()
 
 
@@ -175,9 +110,10 @@ size: those take two more backward passes, one step in a hundred, so the others 
 class Learner:
     """Owns the optimizer of the shared net and applies one step per batch.
 
-    ``policy_version`` is a shared-memory counter of the steps applied; children read it
-    when they act, so every transition says how old the weights that chose it were. It is
-    made here unless given (the trainer makes it before the children, and them before this).
+    ``version_counter`` holds the policy version, the number of steps applied, in shared
+    memory; children read it when they act, so every transition says how old the weights
+    that chose it were. It is made here unless given (the trainer makes it before the
+    children, and them before this).
 
     Every ``diagnose_every`` steps (data mode) the step also reports what tells a stuck
     policy from a slow one: each term's gradient norm before the clip and as a share of the
@@ -187,7 +123,7 @@ class Learner:
 
     def __init__(self, net: nn.Module, settings: LossSettings, lr: float, adam_eps: float,
                  clip_grad: float, device: torch.device | str,
-                 policy_version: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
+                 version_counter: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
                  lr_warmup: int = 0):
         self.net = net
         self.settings = settings
@@ -197,30 +133,26 @@ class Learner:
         self.clip_grad = clip_grad
         self.device = device
         self.diagnose_every = diagnose_every
-        self.policy_version = new_policy_version() if policy_version is None else policy_version
+        self.version_counter = new_version_counter() if version_counter is None else version_counter
 
     @property
-    def steps_done(self) -> int:
-        return int(self.policy_version)
-
-    @steps_done.setter
-    def steps_done(self, steps: int) -> None:
-        self.policy_version.fill_(steps)
+    def policy_version(self) -> int:
+        return int(self.version_counter)
 
     def current_lr(self) -> float:
         """``lr``, ramped up linearly over the first ``lr_warmup`` steps: with a small eps,
         Adam's first steps move every weight by about ``lr`` whatever its gradient's size,
         and at full ``lr`` those first steps silence most of a fresh net's ReLU units."""
-        if self.steps_done >= self.lr_warmup:
+        if self.policy_version >= self.lr_warmup:
             return self.lr
-        return self.lr * (self.steps_done + 1) / self.lr_warmup
+        return self.lr * (self.policy_version + 1) / self.lr_warmup
 
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
         lag = None
         if transitions.policy_versions is not None:
-            lag = float(self.steps_done - transitions.policy_versions.mean())
-        if self.steps_done % self.diagnose_every:
+            lag = float(self.policy_version - transitions.policy_versions.mean())
+        if self.policy_version % self.diagnose_every:
             loss = loss_gradients(self.net, transitions, self.settings, self.device)
             return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
         with relu_activity(self.net) as alive:
@@ -247,20 +179,20 @@ class Learner:
             parameter.grad = torch.empty_like(parameter).copy_(total[offset:offset + size].view_as(parameter))
             offset += size
         loss = LossStats.mean(losses)
-        lag = float(self.steps_done - np.mean(policy_versions))
+        lag = float(self.policy_version - np.mean(policy_versions))
         return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
 
     def _clip_and_step(self, loss_total: float) -> float:
         grad_norm = float(nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
         if not (math.isfinite(loss_total) and math.isfinite(grad_norm)):
             raise NonFiniteLoss(
-                f"non-finite training signal at step {self.steps_done}: "
+                f"non-finite training signal at step {self.policy_version}: "
                 f"loss {loss_total}, gradient norm {grad_norm}"
             )
         for group in self.optimizer.param_groups:
             group["lr"] = self.current_lr()
         self.optimizer.step()
-        self.policy_version += 1
+        self.version_counter += 1
         return grad_norm
 
 
@@ -291,7 +223,7 @@ class GradientSteps:
         self.dropped = 0
 
     def consume(self, message: Gradients) -> list[StepStats]:
-        lag = self.learner.steps_done - message.policy_version
+        lag = self.learner.policy_version - message.policy_version
         if self.max_policy_lag is not None and lag > self.max_policy_lag:
             self.dropped += 1
             return []

@@ -48,7 +48,7 @@ class LoadMeter:
         self.entropy_sum += policy_entropy
         self.entropy_batches += 1
 
-    def record(self, frame: int, transitions: int, optimizer_steps: int,
+    def record(self, frame: int, transitions: int, policy_version: int,
                child_wait_seconds: float, mean_reward: float | None) -> dict:
         """Append the cumulative figures to ``progress.jsonl``; log the interval's rates."""
         snapshot = {
@@ -57,7 +57,7 @@ class LoadMeter:
             "mean_reward_100": mean_reward,
             "frames": frame,
             "transitions": transitions,
-            "optimizer_steps": optimizer_steps,
+            "policy_version": policy_version,
             "learner_wait_seconds": round(self.learner_wait_seconds, 3),
             "learner_busy_seconds": round(self.learner_busy_seconds, 3),
             "child_wait_seconds": round(child_wait_seconds, 3),

@@ -8,14 +8,11 @@ or its flat gradient (grads mode) into a shared-memory slot (see ``a3c.channel``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from lib.experience import EpisodeResult, TransitionBatch
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from a3c.learner import LossStats
+from lib.gradients import LossStats
 
 
 @dataclass
@@ -28,16 +25,13 @@ class Transitions:
 
 @dataclass
 class SlotTransitions:
-    """Transitions in transit: ``batch.states`` is None, its rows are in ``slot``.
-
-    ``policy_version`` is the optimizer step of the weights that chose the oldest action in
-    the batch. No incarnation is needed: a dead child's records go with its queue.
-    """
+    """Transitions in transit: the states' rows are in ``slot``, every other column (the
+    per-row policy versions among them) in ``columns``. No incarnation is needed: a dead
+    child's records go with its queue."""
 
     worker_id: int
     slot: int
-    batch: TransitionBatch
-    policy_version: int
+    columns: dict[str, np.ndarray | None]
 
 
 @dataclass

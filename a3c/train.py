@@ -15,15 +15,15 @@ import torch
 from tensorboardX import SummaryWriter
 
 from a3c.channel import SlotLayout
-from a3c.checkpoint import load_checkpoint, save_checkpoint
-from a3c.config import Config
+from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
+from a3c.config import Config, ConfigError
 from a3c.learner import (
     GradientSteps,
     Learner,
     NonFiniteLoss,
     StepStats,
     TransitionSteps,
-    new_policy_version,
+    new_version_counter,
 )
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
@@ -47,7 +47,6 @@ class Counters:
     frames: int = 0
     transitions: int = 0
     episodes: int = 0
-    optimizer_steps: int = 0
     worker_restarts: int = 0
     """Over this invocation; the budget starts afresh on resume."""
 
@@ -81,12 +80,15 @@ class Run:
     run_dir: Path
     writer: SummaryWriter
     env_info: EnvInfo
+    saved_best: float | None = None
+    """The best mean-100 reward that ``best.pt`` was saved at."""
 
     def checkpoint_state(self) -> dict:
         return {
             "model": self.learner.net.state_dict(),
             "optimizer": self.learner.optimizer.state_dict(),
             "counters": dataclasses.asdict(self.counters),
+            "policy_version": self.learner.policy_version,
             "recent_rewards": list(self.rewards.recent_rewards),
             "best_mean_reward": self.rewards.best_mean_reward,
             "config": dataclasses.asdict(self.config),
@@ -97,6 +99,13 @@ class Run:
         path = self.run_dir / name
         save_checkpoint(path, self.checkpoint_state())
         return path
+
+    def save_best(self) -> None:
+        """Write ``best.pt`` if the best mean-100 reward rose since it was last written."""
+        best = self.rewards.best_mean_reward
+        if best is not None and best != self.saved_best:
+            self.save("best.pt")
+            self.saved_best = best
 
 
 def run_name(config: Config) -> str:
@@ -113,7 +122,7 @@ class SharedNet:
     """What the children need before they start, and the checkpoint it came from, if any."""
 
     net: torch.nn.Module
-    policy_version: torch.Tensor
+    version_counter: torch.Tensor
     env_info: EnvInfo
     restored: dict | None
 
@@ -127,6 +136,7 @@ def share_net(config: Config) -> SharedNet:
 
     This part is quick; the optimizer is not (constructing the first torch optimizer imports
     torch._dynamo, 1-2 s), so it is built while the children import and start their envs.
+    A ``--resume`` file is read here, once; ConfigError if it cannot be resumed.
     """
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
@@ -136,35 +146,50 @@ def share_net(config: Config) -> SharedNet:
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
     net = build_net(env_info, config.heads).to(device)
-    policy_version = new_policy_version()
+    version_counter = new_version_counter()
     restored = None
     if config.resume is not None:
-        restored = load_checkpoint(config.resume, map_location=device)
+        try:
+            restored = load_checkpoint(config.resume, map_location=device)
+            check_matches(restored, config.env_id, net)
+        except CheckpointError as exc:
+            raise ConfigError(f"--resume: {exc}") from exc
         net.load_state_dict(restored["model"])
-        policy_version.fill_(restored["counters"]["optimizer_steps"])
+        version_counter.fill_(restored["policy_version"])
         torch.set_rng_state(restored["torch_rng"])
     net.share_memory()
-    return SharedNet(net, policy_version, env_info, restored)
+    return SharedNet(net, version_counter, env_info, restored)
 
 
-def start_run(config: Config, shared: SharedNet) -> Run:
+def make_run_dir(config: Config) -> Path:
+    """The run's directory, created now (a resumed run's is the checkpoint's); ConfigError
+    with the system's reason when it cannot be, before any child exists."""
+    if config.resume is not None:
+        return Path(config.resume).resolve().parent
+    run_dir = Path(config.logdir) / run_name(config)
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise ConfigError(f"--logdir {config.logdir!r}: cannot create {run_dir.name} "
+                          f"({exc.strerror or exc})") from exc
+    return run_dir
+
+
+def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
     """The learner-side state around the shared net: optimizer, counters, writer."""
     learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
-                      torch.device(config.device), shared.policy_version, lr_warmup=config.lr_warmup)
+                      torch.device(config.device), shared.version_counter, lr_warmup=config.lr_warmup)
     counters, recent_rewards, best = Counters(), [], None
-    if shared.restored is None:
-        run_dir = Path(config.logdir) / run_name(config)
-    else:
+    if shared.restored is not None:
         state = shared.restored
         learner.optimizer.load_state_dict(state["optimizer"])
         counters = Counters(**{**state["counters"], "worker_restarts": 0})
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
-        run_dir = Path(config.resume).resolve().parent
     writer = SummaryWriter(str(run_dir))
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
     rewards.best_mean_reward = best
-    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)
+    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info, saved_best=best)
 
 
 def train(config: Config) -> TrainResult:
@@ -175,14 +200,15 @@ def train(config: Config) -> TrainResult:
     good one; ``summary.json`` says how the run ended.
     """
     shared = share_net(config)
-    pool = WorkerPool(worker_main, (config, shared.net, shared.policy_version),
+    run_dir = make_run_dir(config)
+    pool = WorkerPool(worker_main, (config, shared.net, shared.version_counter),
                       config.processes, config.queue_capacity, config.seed + shared.transitions_done,
                       slot_layout(config, shared.env_info, shared.net))
     message = ""
     with StopSignals(partial(_exit_now, pool)) as signals:
         try:
             pool.start()  # children take seconds to import and start: the learner is built meanwhile
-            run = start_run(config, shared)
+            run = start_run(config, shared, run_dir)
             print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
                   f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
@@ -198,6 +224,7 @@ def train(config: Config) -> TrainResult:
             pool.close()
         if reason != "non_finite":
             run.save("checkpoint.pt")
+            run.save_best()
     result = TrainResult(reason, run.counters, progress.elapsed(), run.rewards.mean_reward,
                          run.run_dir, message)
     _write_summary(result)
@@ -255,12 +282,11 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
         steps = TransitionSteps(run.learner, config.batch_size)
     step_scalars = MeanTracker(run.writer)
     load = LoadMeter(run.writer, run.run_dir / PROGRESS_FILE)
-    load.record(counters.frames, counters.transitions, counters.optimizer_steps, 0.0,
+    load.record(counters.frames, counters.transitions, run.learner.policy_version, 0.0,
                 rewards.mean_reward)  # the zero point the first interval's rates start from
     deadline = None if config.max_seconds is None else time.monotonic() + config.max_seconds
     next_save = time.monotonic() + config.save_every
     next_best_check = time.monotonic() + BEST_CHECK_SECONDS
-    saved_best = rewards.best_mean_reward
     while signals.reason is None:
         waiting_since = time.monotonic()
         try:
@@ -284,7 +310,6 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
             for stats in steps.consume(message):
                 _log_step(run.writer, step_scalars, stats, counters.frames)
                 load.trained(stats.policy_lag, stats.policy_entropy)
-                counters.optimizer_steps += 1
             if config.max_frames is not None and counters.frames >= config.max_frames:
                 return "frame_budget"
         now = time.monotonic()
@@ -296,11 +321,9 @@ def _learn(run: Run, pool: WorkerPool, progress: ProgressReporter, signals: Stop
             next_save = now + config.save_every
         if now >= next_best_check:
             next_best_check = now + BEST_CHECK_SECONDS
-            if rewards.best_mean_reward is not None and rewards.best_mean_reward != saved_best:
-                run.save("best.pt")
-                saved_best = rewards.best_mean_reward
+            run.save_best()
         if progress.maybe_report(counters.frames, counters.episodes, rewards.mean_reward):
-            load.record(counters.frames, counters.transitions, counters.optimizer_steps,
+            load.record(counters.frames, counters.transitions, run.learner.policy_version,
                         pool.child_wait_seconds(), rewards.mean_reward)
             if isinstance(steps, GradientSteps):
                 run.writer.add_scalar("train/dropped_gradients", steps.dropped, counters.frames)

@@ -14,15 +14,15 @@ from torch import nn
 from a3c.actor import VectorActor
 from a3c.channel import ChildChannel
 from a3c.config import Config
-from a3c.learner import flat_gradients, loss_gradients
 from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.batch import TransitionBuffer
 from lib.denormals import flush_denormals
 from lib.experience import TransitionBatch
+from lib.gradients import flat_gradients, loss_gradients
 
 
-def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: torch.Tensor,
+def worker_main(worker_id: int, config: Config, net: nn.Module, version_counter: torch.Tensor,
                 channel: ChildChannel, seed: int) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
@@ -35,7 +35,7 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: 
     keep_freed_memory()
     flush_denormals()
     try:
-        collect(config, net, policy_version, channel, seed)
+        collect(config, net, version_counter, channel, seed)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
         channel.put(WorkerCrashed(worker_id, channel.incarnation, traceback.format_exc()))
         sys.exit(1)
@@ -47,27 +47,27 @@ def worker_main(worker_id: int, config: Config, net: nn.Module, policy_version: 
 class TransitionSender:
     """Data mode: act with the shared net, send every micro-batch of transitions as it comes."""
 
-    def __init__(self, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel):
+    def __init__(self, net: nn.Module, version_counter: torch.Tensor, channel: ChildChannel):
         self.acting_net = net
-        self.policy_version = policy_version
+        self.version_counter = version_counter
         self.channel = channel
 
-    def acting_version(self) -> int:
-        return int(self.policy_version)
+    def policy_version(self) -> int:
+        return int(self.version_counter)
 
-    def send(self, batch: TransitionBatch, acting_version: int) -> bool:
-        return self.channel.put_transitions(batch, acting_version)
+    def send(self, batch: TransitionBatch) -> bool:
+        return self.channel.put_transitions(batch)
 
 
 class GradientSender:
     """Grads mode: act with a private copy of the net, compute the loss gradient on each
     ``batch_size`` transitions, send it, then copy the shared weights again."""
 
-    def __init__(self, config: Config, net: nn.Module, policy_version: torch.Tensor,
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                  channel: ChildChannel, device: torch.device):
         self.config = config
         self.shared_net = net
-        self.policy_version = policy_version
+        self.version_counter = version_counter
         self.channel = channel
         self.device = device
         self.acting_net = copy.deepcopy(net)
@@ -76,13 +76,13 @@ class GradientSender:
         self._pull_weights()
 
     def _pull_weights(self) -> None:
-        self._version = int(self.policy_version)  # read first: the copy is at least this new
+        self._version = int(self.version_counter)  # read first: the copy is at least this new
         self.acting_net.load_state_dict(self.shared_net.state_dict())
 
-    def acting_version(self) -> int:
+    def policy_version(self) -> int:
         return self._version
 
-    def send(self, batch: TransitionBatch, acting_version: int) -> bool:
+    def send(self, batch: TransitionBatch) -> bool:
         self.buffer.add(batch)
         while (transitions := self.buffer.pop_batch()) is not None:
             loss = loss_gradients(self.acting_net, transitions, self.config.loss_settings, self.device)
@@ -94,22 +94,23 @@ class GradientSender:
         return True
 
 
-def collect(config: Config, net: nn.Module, policy_version: torch.Tensor, channel: ChildChannel,
+def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, channel: ChildChannel,
             seed: int) -> None:
     """Act and send the transitions (or their gradients) and finished episodes until told
     to stop or orphaned."""
     parent_pid = os.getppid()
     torch.manual_seed(seed)
     if config.mode == "grads":
-        sender = GradientSender(config, net, policy_version, channel, next(net.parameters()).device)
+        sender = GradientSender(config, net, version_counter, channel, next(net.parameters()).device)
     else:
-        sender = TransitionSender(net, policy_version, channel)
+        sender = TransitionSender(net, version_counter, channel)
     actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
-                        sender.acting_net, seed, config.bf16, config.clip_rewards)
+                        sender.acting_net, sender.policy_version, seed, config.bf16,
+                        config.clip_rewards)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
-            step = actor.step(sender.acting_version())
-            if step.batch is not None and not sender.send(step.batch, step.policy_version):
+            step = actor.step()
+            if step.batch is not None and not sender.send(step.batch):
                 return
             for episode in step.episodes:
                 if not channel.put(EpisodeEnded(channel.worker_id, episode)):

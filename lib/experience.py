@@ -50,6 +50,11 @@ class TransitionBatch:
             name: None if column is None else column[rows] for name, column in self._columns()
         })
 
+    def columns_but_states(self) -> dict[str, np.ndarray | None]:
+        """Every column except ``states``: what travels beside a shared-memory slot that
+        holds the states (``TransitionBatch(states=..., **columns)`` puts them back)."""
+        return {name: column for name, column in self._columns() if name != "states"}
+
     def _columns(self) -> list[tuple[str, np.ndarray | None]]:
         return [(field.name, getattr(self, field.name)) for field in dataclasses.fields(self)]
 
@@ -108,6 +113,7 @@ class NStepAccumulator:
         infos: Mapping[str, Any],
         next_values: np.ndarray | None = None,
         final_values: np.ndarray | None = None,
+        policy_version: int | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
@@ -117,6 +123,8 @@ class NStepAccumulator:
         ``final_values`` (V of the final observations, read where env i was truncated) the
         batch carries ``last_values`` instead of ``last_states``. With NEXT_STEP autoreset
         the final observation is ``next_observations[i]`` and ``final_values`` is not needed.
+        ``policy_version``, the optimizer step of the weights that chose ``actions``, labels
+        each row those actions start (``policy_versions``), when given.
         """
         with_values = next_values is not None
         emitted: list[tuple] = []
@@ -126,7 +134,8 @@ class NStepAccumulator:
                 continue
             reward = float(rewards[env_index])
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
-            pending.append((observations[env_index], int(actions[env_index]), trained_reward))
+            pending.append((observations[env_index], int(actions[env_index]), trained_reward,
+                            policy_version))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:
@@ -156,11 +165,11 @@ class NStepAccumulator:
         """The oldest pending transition; ``bootstrap`` is its last state or V(last state),
         None when its episode terminated."""
         discounted = 0.0
-        for power, (_, _, reward) in enumerate(pending):
+        for power, (_, _, reward, _) in enumerate(pending):
             discounted += reward * self.gamma ** power
         steps = len(pending)
-        state, action, _ = pending.popleft()
-        return state, action, discounted, bootstrap, steps
+        state, action, _, policy_version = pending.popleft()
+        return state, action, discounted, bootstrap, steps, policy_version
 
 
 def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
@@ -184,4 +193,6 @@ def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
         steps=np.array([row[4] for row in emitted], dtype=np.int64),
         last_states=last_states,
         last_values=last_values,
+        policy_versions=(None if emitted[0][5] is None
+                         else np.array([row[5] for row in emitted], dtype=np.int64)),
     )

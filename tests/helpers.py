@@ -31,8 +31,8 @@ def toy_pool(config: Config, net: torch.nn.Module | None = None) -> WorkerPool:
     if net is None:
         net = build_net(env_info)
     net.share_memory()
-    policy_version = torch.zeros((), dtype=torch.int64).share_memory_()
-    return WorkerPool(worker_main, (config, net, policy_version), config.processes,
+    version_counter = torch.zeros((), dtype=torch.int64).share_memory_()
+    return WorkerPool(worker_main, (config, net, version_counter), config.processes,
                       config.queue_capacity, config.seed, slot_layout(config, env_info, net))
 
 

@@ -1,6 +1,8 @@
-"""The actor every child runs: n-step transitions, finished episodes, and the policy version
-of the oldest action in each batch."""
+"""The actor every child runs: n-step transitions, finished episodes, and on each row the
+policy version of the weights that chose its action."""
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -12,28 +14,32 @@ from lib.models import build_net
 COUNTING = "tests.toy_envs:Counting-v0"
 
 
-def counting_actor(bf16: bool = False) -> VectorActor:
+def counting_actor(bf16: bool = False, policy_version: Callable[[], int] = lambda: 0) -> VectorActor:
     torch.manual_seed(0)
     net = build_net(describe_env(COUNTING))
-    return VectorActor(COUNTING, num_envs=2, reward_steps=3, gamma=0.5, net=net, seed=0, bf16=bf16)
+    return VectorActor(COUNTING, num_envs=2, reward_steps=3, gamma=0.5, net=net,
+                       policy_version=policy_version, seed=0, bf16=bf16)
 
 
-def test_steps_give_n_step_transitions_with_the_version_that_chose_their_first_action():
-    actor = counting_actor()
+def test_each_row_carries_the_version_read_before_the_pass_that_chose_its_action():
+    current = [7]
+    actor = counting_actor(policy_version=lambda: current[0])
     try:
-        early = [actor.step(acting_version=7) for _ in range(2)]  # fewer than 3 rewards pending
-        first, second, last = (actor.step(acting_version=9) for _ in range(3))
+        early = [actor.step()]  # step 0 acts on the logits computed at start, read as 7
+        current[0] = 9  # the learner steps while the child is busy elsewhere
+        early.append(actor.step())  # step 1 acts on logits computed after step 0: still 7
+        first, second, last = (actor.step() for _ in range(3))  # steps 2-4 act with 9
     finally:
         actor.close()
-    assert all(step.batch is None and step.episodes == [] for step in early)
+    assert all(step.batch is None and step.episodes == [] for step in early)  # < 3 rewards
     # rewards 1, 2, 3, ... discounted by 0.5: 1 + 0.5 * 2 + 0.25 * 3 from step 0
     np.testing.assert_allclose(first.batch.rewards, [2.75, 2.75])
-    assert first.policy_version == 7  # step 0's actions were chosen by version 7
+    assert first.batch.policy_versions.tolist() == [7, 7]
     np.testing.assert_allclose(second.batch.rewards, [4.5, 4.5])
-    assert second.policy_version == 7  # step 1's too
-    # the 5-step episodes end: steps 2-4 flush, without bootstrap, chosen by version 9
+    assert second.batch.policy_versions.tolist() == [7, 7]
+    # the 5-step episodes end: steps 2-4 flush, without bootstrap, all chosen by version 9
     np.testing.assert_allclose(sorted(last.batch.rewards), [5.0, 5.0, 6.25, 6.25, 6.5, 6.5])
-    assert last.batch.dones.all() and last.policy_version == 9
+    assert last.batch.dones.all() and last.batch.policy_versions.tolist() == [9] * 6
     assert [(episode.reward, episode.length) for episode in last.episodes] == [(15.0, 5)] * 2
 
 
@@ -41,8 +47,8 @@ def test_bootstrap_values_come_from_the_acting_pass():
     actor = counting_actor()
     try:
         for _ in range(2):
-            actor.step(acting_version=0)
-        step = actor.step(acting_version=0)
+            actor.step()
+        step = actor.step()
     finally:
         actor.close()
     # the step-0 transitions end on the observation after 3 steps, which is [3.0] in both envs
@@ -57,7 +63,7 @@ def test_bf16_actor_runs_its_acting_pass_in_bfloat16_and_hands_out_float32_value
     layer_outputs = []
     actor.net.value[0].register_forward_hook(lambda _, __, output: layer_outputs.append(output.dtype))
     try:
-        steps = [actor.step(acting_version=0) for _ in range(3)]
+        steps = [actor.step() for _ in range(3)]
     finally:
         actor.close()
     assert layer_outputs and set(layer_outputs) == {torch.bfloat16}

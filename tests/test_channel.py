@@ -14,7 +14,7 @@ def frames_batch(first: int, rows: int) -> TransitionBatch:
     return TransitionBatch(
         states=np.broadcast_to((ids % 256).astype(np.uint8)[:, None, None, None], (rows, 4, 84, 84)).copy(),
         actions=ids % 6, rewards=ids.astype(np.float32), dones=np.zeros(rows, bool),
-        steps=np.full(rows, 4), last_values=ids.astype(np.float32) / 2,
+        steps=np.full(rows, 4), last_values=ids.astype(np.float32) / 2, policy_versions=ids + 100,
     )
 
 
@@ -25,31 +25,31 @@ def make_channel(slots=2, rows=8):
                         context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64))
 
 
-def test_rows_come_back_intact_with_their_policy_version():
+def test_rows_come_back_intact_with_their_policy_versions():
     channel = make_channel()
     sent = frames_batch(3, 5)
-    assert channel.put_transitions(sent, policy_version=7)
+    assert channel.put_transitions(sent)
     message = channel.messages.get(timeout=5)
-    assert isinstance(message, SlotTransitions) and message.batch.states is None
+    assert isinstance(message, SlotTransitions) and "states" not in message.columns
     received = channel.take(message).batch
     assert np.array_equal(received.states, sent.states)
     assert np.array_equal(received.last_values, sent.last_values)
-    assert received.policy_versions.tolist() == [7] * 5
+    assert received.policy_versions.tolist() == [103, 104, 105, 106, 107]
 
 
 def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
     channel = make_channel(slots=2)
-    assert channel.put_transitions(frames_batch(0, 4), 0)
-    assert channel.put_transitions(frames_batch(10, 4), 0)
+    assert channel.put_transitions(frames_batch(0, 4))
+    assert channel.put_transitions(frames_batch(10, 4))
     assert float(channel.wait_seconds) == 0.0
     channel.stop_event.set()
-    assert not channel.put_transitions(frames_batch(20, 4), 0)  # both slots in flight: no room
+    assert not channel.put_transitions(frames_batch(20, 4))  # both slots in flight: no room
     channel.stop_event.clear()
     assert float(channel.wait_seconds) > 0.0  # the wait for a free slot was counted
     first, second = channel.messages.get(timeout=5), channel.messages.get(timeout=5)
     assert (first.slot, second.slot) == (0, 1)
     assert channel.take(first).batch.states[0, 0, 0, 0] == 0
-    assert channel.put_transitions(frames_batch(20, 4), 0)  # slot 0 is free again
+    assert channel.put_transitions(frames_batch(20, 4))  # slot 0 is free again
     third = channel.messages.get(timeout=5)
     assert third.slot == 0
     assert channel.take(second).batch.states[0, 0, 0, 0] == 10
@@ -59,7 +59,7 @@ def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
 def test_a_batch_larger_than_a_slot_is_refused():
     channel = make_channel(rows=2)
     try:
-        channel.put_transitions(frames_batch(0, 3), 0)
+        channel.put_transitions(frames_batch(0, 3))
     except ValueError as error:
         assert "do not fit" in str(error)
     else:

@@ -77,3 +77,10 @@ def test_truncated_checkpoint_is_refused(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CheckpointError):
         load_checkpoint(path)
+
+
+def test_a_checkpoint_from_before_the_policy_version_key_reads_its_step_count(tmp_path):
+    path = tmp_path / "old.pt"
+    save_checkpoint(path, {"counters": {"frames": 800, "optimizer_steps": 12}})
+    state = load_checkpoint(path)
+    assert state["policy_version"] == 12 and state["counters"] == {"frames": 800}

@@ -86,9 +86,12 @@ def test_cartpole_stops_at_the_reward_bound(tmp_path):
          "--logdir", str(tmp_path)], timeout=240)
     assert result.returncode == 0, result.stdout
     assert alive(descendants) == []
-    summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
+    run_dir = only_run_dir(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "solved" and summary["mean_reward_100"] >= 40
     assert result.stdout.strip().splitlines()[-1].startswith("solved:")
+    # solved in seconds, before the periodic best check: the ending writes best.pt itself
+    assert load_checkpoint(run_dir / "best.pt")["best_mean_reward"] >= 40
 
 
 @pytest.mark.timeout(300)
@@ -121,5 +124,5 @@ def test_time_budget_ends_the_run_and_progress_lines_record_the_load(tmp_path):
     assert len(records) >= 3  # the zero point, then a report every 5 s of a 12 s run
     last = records[-1]
     assert 0 < last["learner_busy_seconds"] + last["learner_wait_seconds"] <= last["seconds"] + 0.5
-    assert last["transitions"] > 0 and last["policy_lag_batches"] == last["optimizer_steps"]
+    assert last["transitions"] > 0 and last["policy_lag_batches"] == last["policy_version"]
     assert "perf/learner_busy_fraction" in scalars(run_dir).Tags()["scalars"]

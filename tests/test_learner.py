@@ -6,19 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.learner import (
-    GradientSteps,
-    Learner,
-    LossStats,
-    NonFiniteLoss,
-    batch_loss,
-    flat_gradients,
-    gradients_by_term,
-    loss_gradients,
-    relu_activity,
-)
+from a3c.learner import GradientSteps, Learner, NonFiniteLoss, gradients_by_term, relu_activity
 from a3c.messages import Gradients
 from a3c.worker import GradientSender
+from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
 from lib.models import MlpA2C
 from tests.helpers import toy_config
@@ -33,11 +24,11 @@ def make_learner():
 
 def test_step_changes_the_weights_and_reports_policy_lag():
     learner = make_learner()
-    learner.steps_done = 10
+    learner.version_counter.fill_(10)
     before = [parameter.clone() for parameter in learner.net.parameters()]
     batch = dataclasses.replace(make_batch([1, 2, 3, 4]), policy_versions=np.array([10, 9, 8, 7]))
     stats = learner.step(batch)
-    assert learner.steps_done == 11
+    assert learner.policy_version == 11
     assert stats.policy_lag == pytest.approx(1.5)  # 10 - mean(10, 9, 8, 7)
     assert any(not torch.equal(old, new) for old, new in zip(before, learner.net.parameters()))
 
@@ -48,7 +39,7 @@ def test_non_finite_loss_is_refused_before_the_weights_change(bad_reward):
     before = [parameter.clone() for parameter in learner.net.parameters()]
     with pytest.raises(NonFiniteLoss, match="non-finite training signal at step 0"):
         learner.step(make_batch([1, 2], rewards=[1.0, bad_reward]))
-    assert learner.steps_done == 0
+    assert learner.policy_version == 0
     assert all(torch.equal(old, new) for old, new in zip(before, learner.net.parameters()))
     assert not learner.optimizer.state  # Adam's moments were not touched either
 
@@ -71,8 +62,8 @@ def test_a_childs_gradient_equals_the_same_loss_computed_in_one_process():
     channel = CapturingChannel()
     sender = GradientSender(config, learner.net, version, channel, torch.device("cpu"))
     batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False], steps=[4, 4, 2, 4])
-    assert sender.send(batch[:3], acting_version=3) and channel.sent == []  # not a full batch yet
-    assert sender.send(batch[3:], acting_version=3)
+    assert sender.send(batch[:3]) and channel.sent == []  # not a full batch yet
+    assert sender.send(batch[3:])
     ((gradient, sent_version, transitions, loss),) = channel.sent
     reference_net = copy.deepcopy(learner.net)
     expected_loss = loss_gradients(reference_net, batch, LossSettings(0.9, 0.01), device="cpu")
@@ -91,7 +82,7 @@ def test_a_step_on_k_gradients_applies_their_sum():
     stats = learner.step_on_gradients(gradients, losses, policy_versions=[0, 0, 0])
     assert np.allclose(flat_gradients(learner.net), np.sum(gradients, axis=0), atol=1e-5)
     assert stats.grad_norm == pytest.approx(float(np.linalg.norm(np.sum(gradients, axis=0))), rel=1e-4)
-    assert learner.steps_done == 1 and stats.loss_total == 1.0
+    assert learner.policy_version == 1 and stats.loss_total == 1.0
 
 
 def gradient_message(version, size):
@@ -104,8 +95,8 @@ def test_gradient_steps_wait_for_grad_batch_and_drop_stale_gradients():
     steps = GradientSteps(learner, grad_batch=2, max_policy_lag=1)
     assert steps.consume(gradient_message(0, size)) == []
     (stats,) = steps.consume(gradient_message(0, size))
-    assert learner.steps_done == 1 and stats.policy_lag == 0.0
-    learner.steps_done = 5
+    assert learner.policy_version == 1 and stats.policy_lag == 0.0
+    learner.version_counter.fill_(5)
     assert steps.consume(gradient_message(3, size)) == [] and steps.dropped == 1  # 2 steps old
     assert steps.consume(gradient_message(4, size)) == [] and steps.dropped == 1  # 1 step old: kept
     (stats,) = steps.consume(gradient_message(5, size))
@@ -146,7 +137,8 @@ def test_a_diagnosed_step_applies_the_same_update_and_reports_it():
     batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False])
     plain, diagnosed = make_learner(), make_learner()
     plain.diagnose_every, diagnosed.diagnose_every = 10**9, 1
-    plain.steps_done = diagnosed.steps_done = 1
+    plain.version_counter.fill_(1)
+    diagnosed.version_counter.fill_(1)
     before = torch.cat([p.detach().reshape(-1).clone() for p in diagnosed.net.parameters()])
     assert plain.step(batch).diagnostics is None
     stats = diagnosed.step(batch)
@@ -179,5 +171,5 @@ def test_learning_rate_rises_linearly_over_the_warm_up_then_holds():
         learner.step(make_batch([1, 2, 3, 4]))
         applied.append(learner.optimizer.param_groups[0]["lr"])
     assert applied == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01, 0.01])
-    learner.steps_done = 2  # resumed mid-warm-up: the ramp goes on from the restored step
+    learner.version_counter.fill_(2)  # resumed mid-warm-up: the ramp goes on from the restored step
     assert learner.current_lr() == pytest.approx(0.0075)

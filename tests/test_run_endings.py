@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import a3c.cli
+import a3c.train
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from tests.helpers import alive
 from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
@@ -71,8 +72,9 @@ def test_resume_continues_counters_optimizer_and_tensorboard_steps(tmp_path):
     assert second.returncode == 0, second.stdout
     assert only_run_dir(tmp_path) == run_dir  # the same run goes on
     after = load_checkpoint(run_dir / "checkpoint.pt")
-    for counter in ("frames", "episodes", "optimizer_steps"):
+    for counter in ("frames", "episodes"):
         assert after["counters"][counter] > before["counters"][counter]
+    assert after["policy_version"] > before["policy_version"]
     assert after["counters"]["frames"] >= 30000
     steps_before = before["optimizer"]["state"][0]["step"]
     assert after["optimizer"]["state"][0]["step"] > steps_before  # Adam moments went on
@@ -83,7 +85,7 @@ def test_resume_continues_counters_optimizer_and_tensorboard_steps(tmp_path):
 
 
 def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(a3c.cli, "train", lambda config: pytest.fail("training started"))
+    monkeypatch.setattr(a3c.train, "WorkerPool", lambda *args: pytest.fail("a child was started"))
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(b"\x00" * 64)
     foreign = tmp_path / "foreign.pt"
@@ -101,6 +103,16 @@ def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, mo
     with pytest.raises(SystemExit):
         a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--resume", str(cartpole)])
     assert "network differs" in capsys.readouterr().err
+
+
+def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(capsys, monkeypatch):
+    monkeypatch.setattr(a3c.train, "WorkerPool", lambda *args: pytest.fail("a child was started"))
+    # /proc takes no new directories, even from root, for whom the access check passes
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--logdir", "/proc/nope"])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2 and "--logdir '/proc/nope'" in stderr
+    assert len(stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.timeout(120)

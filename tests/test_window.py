@@ -21,7 +21,7 @@ from tests.helpers import alive
 def _record(seconds: float, transitions: int, busy: float, wait: float, child_wait: float,
             lag_sum: float = 0.0, batches: int = 0) -> dict:
     return {"seconds": seconds, "unix_time": 1e9 + seconds, "mean_reward_100": None,
-            "frames": 4 * transitions, "transitions": transitions, "optimizer_steps": batches,
+            "frames": 4 * transitions, "transitions": transitions, "policy_version": batches,
             "learner_busy_seconds": busy, "learner_wait_seconds": wait, "child_wait_seconds": child_wait,
             "policy_lag_sum": lag_sum, "policy_lag_batches": batches}
 

@@ -1,0 +1,80 @@
+"""Forward, loss and backward on one batch: what the learner (data mode) and a grads-mode
+child both compute, kept apart from the learner so that children never import it."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from lib.batch import unpack_batch
+from lib.experience import TransitionBatch
+from lib.loss import LossSettings, LossTerms, a2c_loss
+from lib.models import forward
+
+
+@dataclass
+class LossStats:
+    """The loss terms and value statistics of one batch, as floats."""
+
+    loss_total: float
+    loss_policy: float
+    loss_value: float
+    loss_entropy: float
+    advantage: float
+    values: float
+    reference_values: float
+    policy_entropy: float
+    """The policy's mean entropy in nats, not scaled by the entropy weight."""
+
+    @staticmethod
+    def mean(all_stats: Sequence[LossStats]) -> LossStats:
+        columns = [asdict(stats) for stats in all_stats]
+        return LossStats(**{name: float(np.mean([row[name] for row in columns])) for name in columns[0]})
+
+    @staticmethod
+    def of(terms: LossTerms, values: torch.Tensor, reference_values: torch.Tensor) -> LossStats:
+        return LossStats(
+            loss_total=float(terms.total.detach()),
+            loss_policy=float(terms.policy.detach()),
+            loss_value=float(terms.value.detach()),
+            loss_entropy=float(terms.entropy.detach()),
+            advantage=float(terms.advantages.mean()),
+            values=float(values.detach().mean()),
+            reference_values=float(reference_values.mean()),
+            policy_entropy=float(terms.policy_entropy),
+        )
+
+
+def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
+               device: torch.device | str) -> tuple[LossTerms, LossStats]:
+    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet)."""
+    states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
+    logits, values = forward(net, states, settings.bf16)
+    terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
+                     settings.value_weight)
+    return terms, LossStats.of(terms, values, reference_values)
+
+
+def loss_gradients(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
+                   device: torch.device | str) -> LossStats:
+    """Forward, loss and backward on ``transitions``: the gradients are left in ``net``'s
+    parameters (replacing any there), the loss terms returned as floats.
+
+    ``settings.bf16`` runs the forward pass under bfloat16 autocast (weights, gradients and
+    the loss stay float32).
+    """
+    terms, stats = batch_loss(net, transitions, settings, device)
+    net.zero_grad(set_to_none=True)
+    terms.total.backward()
+    return stats
+
+
+def flat_gradients(net: nn.Module) -> np.ndarray:
+    """All parameter gradients as one float32 vector, in ``parameters()`` order."""
+    return torch.cat([
+        (torch.zeros_like(parameter) if parameter.grad is None else parameter.grad).reshape(-1)
+        for parameter in net.parameters()
+    ]).cpu().numpy()
