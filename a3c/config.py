@@ -1,7 +1,7 @@
 """The run's configuration: one dataclass, per-env-family presets, and the command-line parser.
 
-Flags left unset take the preset of the env's family: the reference Pong values for Atari,
-values measured on CartPole for vector-observation envs (see README, "Presets").
+Flags left unset take the preset of the env's family: values that solve Pong for Atari
+(docs/learning.md), values measured on CartPole for vector-observation envs.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _layout(cores: int, envs_in_total: int) -> dict[str, int]:
     """Processes, envs and learner threads for ``cores``: the learner gets its own core(s)
     and the children the rest, so no process waits for a core another one holds.
 
-    Measured on 2 cores (README, "Presets"): one child plus a one-thread learner beats two
+    Measured on 2 cores (docs/performance.md): one child plus a one-thread learner beats two
     or four children and a learner with torch's default threads, on Pong and on CartPole.
     On more cores the learner takes a quarter of them; that part is not measured.
     """
@@ -85,15 +85,18 @@ def vector_preset(cores: int) -> Preset:
     """Values measured on CartPole-v1 (lr 3e-3, clip 1.0, entropy bonus 0.01, 32 envs); layout
     from ``cores``. A child's step costs little more for 32 envs than for 16, so frames/s
     rises by about half, and frames to solve stayed the same. Without the entropy bonus a
-    run now and then locks into one action for good (README, "Presets")."""
+    run now and then locks into one action for good (docs/learning.md, "CartPole")."""
     return Preset(**_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
                   gamma=0.99, lr=3e-3, entropy_beta=0.01, clip_grad=1.0, adam_eps=1e-3,
                   value_weight=1.0, lr_warmup=0, heads="separate")
 
 
-def grads_layout(preset: Preset, cores: int, envs_in_total: int) -> Preset:
+def grads_layout(preset: Preset, cores: int, atari: bool) -> Preset:
     """In grads mode the children also train and the learner only sums and steps, so the
-    children get every core, ``envs_in_total`` spread over them."""
+    children get every core. Atari keeps the data-mode envs in total; vector envs are halved,
+    which solved CartPole in fewer frames and no more time (docs/performance.md)."""
+    data_envs = preset.processes * preset.envs_per_process
+    envs_in_total = data_envs if atari else data_envs // 2
     return dataclasses.replace(preset, processes=cores, envs_per_process=max(1, envs_in_total // cores))
 
 
@@ -244,10 +247,7 @@ def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
     else:
         preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
     if args.mode == "grads":
-        data_envs = preset.processes * preset.envs_per_process
-        # Atari keeps the data-mode envs; on CartPole half as many solved in fewer frames
-        # and no more time (2 x 8 against 2 x 16; README, "Two flavours")
-        preset = grads_layout(preset, CORES, data_envs if env_info.atari else data_envs // 2)
+        preset = grads_layout(preset, CORES, env_info.atari)
     tuned = {
         field.name: getattr(preset, field.name) if getattr(args, field.name) is None
         else getattr(args, field.name)

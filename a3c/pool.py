@@ -125,6 +125,11 @@ class WorkerPool:
     def pids(self) -> list[int]:
         return [process.pid for process in self._processes if process is not None]
 
+    @property
+    def exitcodes(self) -> list[int | None]:
+        """Each child's exit code (negative: the signal that ended it), None while it runs."""
+        return [process.exitcode for process in self._processes if process is not None]
+
     def get(self, timeout: float = 1.0) -> Any | None:
         """The next message, or None after ``timeout`` seconds without a usable one.
 

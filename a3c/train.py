@@ -214,6 +214,9 @@ def train(config: Config) -> TrainResult:
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
             progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
             reason = _learn(run, pool, progress, signals)
+            if reason in ("interrupted", "terminated"):
+                print(f"{reason}: stopping the children and saving the checkpoint "
+                      "(a second Ctrl-C or SIGTERM leaves at once, without it)", flush=True)
         except WorkerDied as exc:
             reason = "worker_died"
             message = f"{_describe_death(exc)}; no restarts left ({config.max_worker_restarts} allowed)"

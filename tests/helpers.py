@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import psutil
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from a3c.config import Config
 from a3c.pool import WorkerPool
@@ -66,3 +68,14 @@ def alive(pids, grace: float = 5.0) -> list[str]:
         if not running or time.monotonic() > deadline:
             return running
         time.sleep(0.1)
+
+
+def only_run_dir(logdir: Path) -> Path:
+    (run_dir,) = logdir.iterdir()
+    return run_dir
+
+
+def scalars(run_dir: Path) -> EventAccumulator:
+    events = EventAccumulator(str(run_dir))
+    events.Reload()
+    return events

@@ -101,19 +101,21 @@ def test_default_queue_holds_two_learner_batches():
     assert parse_config(["-n", "q", "--queue-size", "5"]).queue_capacity == 5
 
 
-def test_grads_mode_gives_the_children_every_core():
-    layout = grads_layout(atari_preset(2), cores=2, envs_in_total=32)
-    assert (layout.processes, layout.envs_per_process) == (2, 16)
-    assert grads_layout(atari_preset(16), cores=16, envs_in_total=96).processes == 16
+@pytest.mark.parametrize("cores, atari, processes, envs", [
+    (2, True, 2, 16), (2, False, 2, 8),  # data mode: 1 x 32 on 2 cores
+    (16, True, 16, 6), (16, False, 16, 3),  # data mode: 12 x 8 on 16 cores
+])
+def test_grads_mode_gives_the_children_every_core_keeping_atari_envs_halving_vector_envs(
+        cores, atari, processes, envs):
+    preset = atari_preset(cores) if atari else vector_preset(cores)
+    layout = grads_layout(preset, cores, atari)
+    assert (layout.processes, layout.envs_per_process) == (processes, envs)
 
 
-@pytest.mark.parametrize("env, share_of_data_envs", [("PongNoFrameskip-v4", 1), ("CartPole-v1", 2)])
-def test_grads_mode_keeps_atari_envs_and_halves_vector_envs(env, share_of_data_envs):
-    data = parse_config(["-n", "g", "--env", env])
-    grads = parse_config(["-n", "g", "--env", env, "--mode", "grads"])
-    assert grads.processes == CORES
-    data_envs = data.processes * data.envs_per_process
-    assert grads.envs_per_process == max(1, data_envs // share_of_data_envs // CORES)
+def test_grads_mode_layout_is_the_one_for_this_machine():
+    grads = parse_config(["-n", "g", "--env", "CartPole-v1", "--mode", "grads"])
+    expected = grads_layout(vector_preset(CORES), CORES, atari=False)
+    assert (grads.processes, grads.envs_per_process) == (expected.processes, expected.envs_per_process)
 
 
 def test_reference_preset_keeps_the_reference_chapters_values_for_any_env():

@@ -2,65 +2,27 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-import psutil
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from a3c.checkpoint import load_checkpoint
 from a3c.load import read_progress
-from tests.helpers import alive
+from tests.helpers import alive, only_run_dir, scalars
 
-ROOT = Path(__file__).resolve().parents[1]
 RANDOM_CARTPOLE_RETURN = 22.0
-
-
-def run_trainer(args: list[str], timeout: float) -> tuple[subprocess.CompletedProcess, set[int]]:
-    """Run the trainer, recording every descendant pid seen while it ran."""
-    process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    descendants: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while process.poll() is None:
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"trainer still running after {timeout} s")
-        try:
-            descendants.update(child.pid for child in psutil.Process(process.pid).children(recursive=True))
-        except psutil.NoSuchProcess:
-            pass
-        time.sleep(0.2)
-    output = process.stdout.read()
-    return subprocess.CompletedProcess(process.args, process.returncode, output), descendants
-
-
-def only_run_dir(logdir: Path) -> Path:
-    (run_dir,) = logdir.iterdir()
-    return run_dir
-
-
-def scalars(run_dir: Path) -> EventAccumulator:
-    events = EventAccumulator(str(run_dir))
-    events.Reload()
-    return events
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("mode, budget", [("data", 200_000), ("grads", 150_000)])
-def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
+def test_cartpole_learns_and_exits_clean(launch, tmp_path, mode, budget):
     # grads mode sums two children's 128-transition gradients per step: half the steps per frame.
     # A progress line each second: a fast host runs the budget in under the default 5 s
-    result, descendants = run_trainer(
+    trainer = launch(
         ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
-         "--logdir", str(tmp_path), "--mode", mode, "--stop-reward", "1e9", "--report-interval", "1"],
-        timeout=240)
-    assert result.returncode == 0, result.stdout
-    assert len(descendants) >= 2  # the children really ran
-    assert alive(descendants) == []
+         "--logdir", str(tmp_path), "--mode", mode, "--stop-reward", "1e9", "--report-interval", "1"])
+    assert trainer.finish(timeout=240) == 0, trainer.output
+    assert len(trainer.descendants) >= 2  # the children really ran
+    assert alive(trainer.descendants) == []
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "frame_budget" and summary["frames"] >= budget
@@ -68,8 +30,8 @@ def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
     # best mean, not the last: a run that trains on past solving can collapse (seen once in
     # about 12 runs of this test, to a mean of 9), which this test is not about
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
-    assert checkpoint["best_mean_reward"] > 3 * RANDOM_CARTPOLE_RETURN, result.stdout
-    assert "mean-100 reward" in result.stdout and "frames/s" in result.stdout
+    assert checkpoint["best_mean_reward"] > 3 * RANDOM_CARTPOLE_RETURN, trainer.output
+    assert "mean-100 reward" in trainer.output and "frames/s" in trainer.output
     assert checkpoint["counters"]["frames"] == summary["frames"]
     tags = set(scalars(run_dir).Tags()["scalars"])
     assert {"episode/reward", "episode/reward_100", "episode/length", "speed/frames_per_second",
@@ -80,16 +42,16 @@ def test_cartpole_learns_and_exits_clean(tmp_path, mode, budget):
 
 
 @pytest.mark.timeout(300)
-def test_cartpole_stops_at_the_reward_bound(tmp_path):
-    result, descendants = run_trainer(
+def test_cartpole_stops_at_the_reward_bound(launch, tmp_path):
+    trainer = launch(
         ["-n", "bound", "--env", "CartPole-v1", "--stop-reward", "40", "--max-frames", "200000",
-         "--logdir", str(tmp_path)], timeout=240)
-    assert result.returncode == 0, result.stdout
-    assert alive(descendants) == []
+         "--logdir", str(tmp_path)])
+    assert trainer.finish(timeout=240) == 0, trainer.output
+    assert alive(trainer.descendants) == []
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "solved" and summary["mean_reward_100"] >= 40
-    assert result.stdout.strip().splitlines()[-1].startswith("solved:")
+    assert trainer.output.strip().splitlines()[-1].startswith("solved:")
     # solved in seconds, before the periodic best check: the ending writes best.pt itself
     assert load_checkpoint(run_dir / "best.pt")["best_mean_reward"] >= 40
 
@@ -97,12 +59,12 @@ def test_cartpole_stops_at_the_reward_bound(tmp_path):
 @pytest.mark.timeout(300)
 # grads mode runs with --bf16: its children act and compute gradients under bfloat16 autocast
 @pytest.mark.parametrize("mode, precision", [("data", []), ("grads", ["--bf16"])])
-def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode, precision):
-    result, descendants = run_trainer(
+def test_atari_smoke_writes_readable_tensorboard_events(launch, tmp_path, mode, precision):
+    trainer = launch(
         ["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
-         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode, *precision], timeout=240)
-    assert result.returncode == 0, result.stdout
-    assert alive(descendants) == []
+         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode, *precision])
+    assert trainer.finish(timeout=240) == 0, trainer.output
+    assert alive(trainer.descendants) == []
     run_dir = only_run_dir(tmp_path)
     events = scalars(run_dir)
     losses = events.Scalars("loss/total")
@@ -112,14 +74,13 @@ def test_atari_smoke_writes_readable_tensorboard_events(tmp_path, mode, precisio
 
 
 @pytest.mark.timeout(120)
-def test_time_budget_ends_the_run_and_progress_lines_record_the_load(tmp_path):
-    started = time.monotonic()
-    result, _ = run_trainer(["-n", "budget", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                             "--max-seconds", "12", "--stop-reward", "1e9"], timeout=90)
-    assert result.returncode == 0, result.stdout
-    assert time.monotonic() - started < 60
+def test_time_budget_ends_the_run_and_progress_lines_record_the_load(launch, tmp_path):
+    trainer = launch(["-n", "budget", "--env", "CartPole-v1", "--logdir", str(tmp_path),
+                      "--max-seconds", "12", "--stop-reward", "1e9"])
+    assert trainer.finish(timeout=90) == 0, trainer.output
     run_dir = only_run_dir(tmp_path)
-    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "time_budget"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["reason"] == "time_budget" and summary["seconds"] >= 12
     records = read_progress(run_dir)
     assert len(records) >= 3  # the zero point, then a report every 5 s of a 12 s run
     last = records[-1]

@@ -158,17 +158,11 @@ def test_report_states_the_layout_cap_and_the_runs_share_of_it():
                         "segment_fractions_of_bound": [0.85, 0.8, 0.95],
                         "side_speeds": {"learner": 5 / 6, "children": 0.9}}}
     report = markdown_report(results)
-    assert "can reach at most 667 transitions/s at these rates, 91.7% of the bound" in report
-    assert "| training samples, batch 128 | 800 | 900 |" in report
-    assert "At the rates of one core with the others idle, 2.50 core-ms and 800 transitions/s." in report
-    assert "**82.5% of the probed bound** (90.0% of its layout's cap); 75.0% of the one-core-at-a-time bound" in report
-    assert "median of 3 interleaved rounds, one at each boundary of the Pong window's segments" in report
-    assert "Each round's own bound, in the order taken: 800, 1,000, 1,250 (the slowest 64% of the fastest)." in report
-    assert "Its 3 segments, each against the bound of the probe rounds on either side: 80.0% to 95.0%, median 85.0%" in report
-    assert ("Every figure counts 3 segments, 60 running seconds in all, each starting 5 s after the trainer "
-            "resumed from a probe round.") in report
-    assert ("the learner trained at 83.3% of the probed training rate and the children acted at "
-            "90.0% of the probed env step plus inference") in report
+    # the figures the report computes, not its wording: the layout's cap (1000 / 1.5) and its
+    # share of the bound, the one-core rates, the run's shares, the rounds and the segments
+    for figure in ["667 transitions/s", "91.7%", "| 800 | 900 |", "2.50 core-ms", "82.5%", "90.0%",
+                   "75.0%", "800, 1,000, 1,250", "64%", "80.0% to 95.0%", "85.0%", "83.3%"]:
+        assert figure in report, figure
 
 
 def test_a_results_folder_that_cannot_be_made_stops_the_run_before_the_probe(monkeypatch, capsys):

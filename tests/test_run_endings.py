@@ -2,39 +2,27 @@
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 
-import psutil
 import pytest
 import torch
 
 import a3c.cli
 import a3c.train
 from a3c.checkpoint import load_checkpoint, save_checkpoint
-from tests.helpers import alive
-from tests.test_end_to_end import ROOT, only_run_dir, run_trainer, scalars
+from tests.conftest import Trainer
+from tests.helpers import alive, only_run_dir, scalars
+
+PROGRESS = "mean-100 reward"
+"""In every console progress line: the learner's loop is running on the children's data."""
 
 
-def start_trainer(args: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list[int]]:
-    """Start ``run_a3c.py`` with two children and wait until both run and the learner has
-    started its loop (its "run ..." line); (process, child pids).
-
-    Two, whatever the core count gives, so that one can die while the other goes on.
-    """
-    process = subprocess.Popen([sys.executable, "run_a3c.py", *args, "--processes", "2"], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    first_line = process.stdout.readline()
-    assert first_line.startswith("run "), first_line
-    children: list[int] = []
-    deadline = time.monotonic() + 60
-    while len(children) < 2 and time.monotonic() < deadline:
-        children = [c.pid for c in psutil.Process(process.pid).children()
-                    if "resource_tracker" not in " ".join(c.cmdline())]
-        time.sleep(0.2)
-    assert len(children) == 2, "the children did not start"
-    return process, children
+def start_two_children(launch, args: list[str], env: dict | None = None) -> tuple[Trainer, list[int]]:
+    """Start the trainer with two children, progress each second, and wait for its first
+    progress line; (trainer, child pids). Two, whatever the core count gives, so that one
+    can die while the other goes on."""
+    trainer = launch([*args, "--processes", "2", "--report-interval", "1"], env)
+    trainer.wait_for(PROGRESS)
+    return trainer, trainer.wait_for_children(2)
 
 
 MODES = ["data", "grads"]
@@ -43,15 +31,11 @@ MODES = ["data", "grads"]
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_saves_checkpoint_and_exits_fast_with_no_children(tmp_path, signum, exit_code, mode):
-    process, children = start_trainer(["-n", "sig", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                                       "--stop-reward", "1e9", "--mode", mode])
-    time.sleep(3.0)
-    sent = time.monotonic()
-    process.send_signal(signum)
-    output, _ = process.communicate(timeout=30)
-    assert time.monotonic() - sent < 10.0
-    assert process.returncode == exit_code, output
+def test_signal_saves_checkpoint_and_exits_with_no_children(launch, tmp_path, signum, exit_code, mode):
+    trainer, children = start_two_children(launch, ["-n", "sig", "--env", "CartPole-v1", "--logdir",
+                                                    str(tmp_path), "--stop-reward", "1e9", "--mode", mode])
+    trainer.process.send_signal(signum)
+    assert trainer.finish(timeout=60) == exit_code, trainer.output
     assert alive(children) == []
     run_dir = only_run_dir(tmp_path)
     assert load_checkpoint(run_dir / "checkpoint.pt")["counters"]["frames"] > 0
@@ -60,16 +44,15 @@ def test_signal_saves_checkpoint_and_exits_fast_with_no_children(tmp_path, signu
 
 
 @pytest.mark.timeout(300)
-def test_resume_continues_counters_optimizer_and_tensorboard_steps(tmp_path):
-    first, _ = run_trainer(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "15000",
-                            "--logdir", str(tmp_path)], timeout=120)
-    assert first.returncode == 0, first.stdout
+def test_resume_continues_counters_optimizer_and_tensorboard_steps(launch, tmp_path):
+    first = launch(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "15000",
+                    "--logdir", str(tmp_path)])
+    assert first.finish(timeout=120) == 0, first.output
     run_dir = only_run_dir(tmp_path)
     before = load_checkpoint(run_dir / "checkpoint.pt")
-    second, _ = run_trainer(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "30000",
-                             "--logdir", str(tmp_path), "--resume", str(run_dir / "checkpoint.pt")],
-                            timeout=120)
-    assert second.returncode == 0, second.stdout
+    second = launch(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "30000",
+                     "--logdir", str(tmp_path), "--resume", str(run_dir / "checkpoint.pt")])
+    assert second.finish(timeout=120) == 0, second.output
     assert only_run_dir(tmp_path) == run_dir  # the same run goes on
     after = load_checkpoint(run_dir / "checkpoint.pt")
     for counter in ("frames", "episodes"):
@@ -78,7 +61,7 @@ def test_resume_continues_counters_optimizer_and_tensorboard_steps(tmp_path):
     assert after["counters"]["frames"] >= 30000
     steps_before = before["optimizer"]["state"][0]["step"]
     assert after["optimizer"]["state"][0]["step"] > steps_before  # Adam moments went on
-    assert f"resumed at frame {before['counters']['frames']:,}" in second.stdout
+    assert f"resumed at frame {before['counters']['frames']:,}" in second.output
     points = [point.step for point in scalars(run_dir).Scalars("loss/total")]
     assert points == sorted(points)  # no restart at zero: later points follow earlier ones
     assert max(points) > before["counters"]["frames"]
@@ -116,87 +99,80 @@ def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(ca
 
 
 @pytest.mark.timeout(120)
-def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(tmp_path):
+def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(launch, tmp_path):
     # SlowClose children take 30 s to close their envs, so the first Ctrl-C's ordered
     # shutdown would wait its full 5 s join; the second one kills them and leaves.
-    process, children = start_trainer(["-n", "twice", "--env", "tests.toy_envs:SlowClose-v0",
-                                       "--logdir", str(tmp_path), "--stop-reward", "1e9"])
-    time.sleep(2.0)
-    process.send_signal(signal.SIGINT)
-    time.sleep(1.0)
-    second = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=30)
-    assert time.monotonic() - second < 2.0
-    assert process.returncode == 130, output
-    assert "second interrupt" in output
+    trainer, children = start_two_children(launch, ["-n", "twice", "--env", "tests.toy_envs:SlowClose-v0",
+                                                    "--logdir", str(tmp_path), "--stop-reward", "1e9"])
+    trainer.process.send_signal(signal.SIGINT)
+    trainer.wait_for("a second Ctrl-C")  # the ordered shutdown has begun
+    trainer.process.send_signal(signal.SIGINT)
+    assert trainer.finish(timeout=60) == 130, trainer.output
+    assert "second interrupt" in trainer.output
+    assert not (only_run_dir(tmp_path) / "summary.json").exists()  # left without the ordered ending
     assert alive(children) == []
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
-def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode):
-    process, children = start_trainer(["-n", "restart", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                                       "--stop-reward", "1e9", "--max-frames", "200000", "--mode", mode])
-    time.sleep(2.0)  # the budget lasts several seconds past this at 20k frames/s
-    killed = time.monotonic()
+def test_killed_child_is_restarted_and_the_run_finishes(launch, tmp_path, mode):
+    trainer, children = start_two_children(launch, ["-n", "restart", "--env", "CartPole-v1", "--logdir",
+                                                    str(tmp_path), "--stop-reward", "1e9",
+                                                    "--max-seconds", "20", "--mode", mode])
     os.kill(children[0], signal.SIGKILL)
-    output, _ = process.communicate(timeout=90)
-    assert process.returncode == 0, output
-    assert "worker 0 died with exit code -9; restarting it (1 of 3 restarts)" in output
+    trainer.wait_for("worker 0 died with exit code -9; restarting it (1 of 3 restarts)")
+    restarted = trainer.wait_for_children(2)
+    assert set(restarted) != set(children)
+    assert trainer.finish(timeout=120) == 0, trainer.output
     summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
-    assert summary["reason"] == "frame_budget" and summary["worker_restarts"] == 1
-    assert summary["frames"] >= 200000
-    assert time.monotonic() - killed < 60
-    assert alive(children) == []
+    assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 1
+    assert alive(restarted) == [] and alive(children) == []
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
-def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path, mode):
+def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(launch, tmp_path, mode):
     # Every Crashing child raises on its third step: two restarts, then the third death ends the run.
-    result, descendants = run_trainer(["-n", "budget", "--env", "tests.toy_envs:Crashing-v0",
-                                       "--logdir", str(tmp_path), "--max-worker-restarts", "2",
-                                       "--mode", mode], timeout=90)
-    assert result.returncode == 1, result.stdout
-    assert "restarting it (2 of 2 restarts)" in result.stdout
-    assert "no restarts left (2 allowed)" in result.stdout
-    assert "toy env failure on purpose" in result.stdout
+    trainer = launch(["-n", "budget", "--env", "tests.toy_envs:Crashing-v0", "--logdir", str(tmp_path),
+                      "--max-worker-restarts", "2", "--mode", mode])
+    assert trainer.finish(timeout=90) == 1, trainer.output
+    assert "restarting it (2 of 2 restarts)" in trainer.output
+    assert "no restarts left (2 allowed)" in trainer.output
+    assert "toy env failure on purpose" in trainer.output
     run_dir = only_run_dir(tmp_path)
-    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "worker_died"
-    assert load_checkpoint(run_dir / "checkpoint.pt")["counters"]["frames"] >= 0
-    assert alive(descendants) == []
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["reason"] == "worker_died" and summary["worker_restarts"] == 2
+    assert load_checkpoint(run_dir / "checkpoint.pt")["counters"] == {
+        name: summary[name] for name in ("frames", "transitions", "episodes", "worker_restarts")}
+    assert alive(trainer.descendants) == []
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("mode", MODES)
-def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, mode):
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(launch, tmp_path, mode):
     args = ["-n", "nan", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
             "--stop-reward", "1e9", "--mode", mode]
-    first, _ = run_trainer([*args, "--max-frames", "2000"], timeout=90)
-    assert first.returncode == 0, first.stdout
+    first = launch([*args, "--max-frames", "2000"])
+    assert first.finish(timeout=90) == 0, first.output
     checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
     good = checkpoint.read_bytes()
-    process = subprocess.Popen([sys.executable, "run_a3c.py", *args, "--resume", str(checkpoint)],
-                               cwd=ROOT, env={**os.environ, "A3C_TOY_NAN_REWARD": "1"},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output, _ = process.communicate(timeout=90)
-    assert process.returncode == 1, output
-    assert "non-finite training signal" in output and "kept the last good checkpoint" in output
+    second = launch([*args, "--resume", str(checkpoint)], env={**os.environ, "A3C_TOY_NAN_REWARD": "1"})
+    assert second.finish(timeout=90) == 1, second.output
+    assert "non-finite training signal" in second.output
+    assert "kept the last good checkpoint" in second.output
     assert checkpoint.read_bytes() == good
     assert json.loads((checkpoint.parent / "summary.json").read_text())["reason"] == "non_finite"
 
 
 @pytest.mark.timeout(180)
-def test_a_checkpoint_of_one_mode_resumes_in_the_other(tmp_path):
-    first, _ = run_trainer(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "8000",
-                            "--logdir", str(tmp_path)], timeout=90)
-    assert first.returncode == 0, first.stdout
+def test_a_checkpoint_of_one_mode_resumes_in_the_other(launch, tmp_path):
+    first = launch(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "8000", "--logdir", str(tmp_path)])
+    assert first.finish(timeout=90) == 0, first.output
     checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
     frames = load_checkpoint(checkpoint)["counters"]["frames"]
-    second, _ = run_trainer(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "16000", "--mode", "grads",
-                             "--logdir", str(tmp_path), "--resume", str(checkpoint)], timeout=90)
-    assert second.returncode == 0, second.stdout
+    second = launch(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "16000", "--mode", "grads",
+                     "--logdir", str(tmp_path), "--resume", str(checkpoint)])
+    assert second.finish(timeout=90) == 0, second.output
     after = load_checkpoint(checkpoint)
     assert after["counters"]["frames"] >= 16000 > frames
     assert after["config"]["mode"] == "grads"

@@ -1,0 +1,113 @@
+"""The one way tests launch ``run_a3c.py``: a ``Trainer`` whose output lines arrive as they
+are printed, so a test waits for the event it needs (a progress line, a restart) instead of
+sleeping for a guess at how fast this machine is."""
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Trainer:
+    """``run_a3c.py ARGS`` in a subprocess, its stdout and stderr read line by line by a
+    thread, and every descendant it has started recorded each time the test looks."""
+
+    def __init__(self, args: list[str], env: dict | None = None):
+        self.process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT, env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self.descendants: set[int] = set()
+        self._arrived: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._arrived.put(line)
+        self._arrived.put(None)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def children(self) -> list[int]:
+        """The trainer's workers now (multiprocessing's resource tracker left out)."""
+        try:
+            found = psutil.Process(self.process.pid).children()
+        except psutil.NoSuchProcess:
+            return []
+        self.descendants.update(child.pid for child in found)
+        pids = []
+        for child in found:
+            try:
+                if "resource_tracker" not in " ".join(child.cmdline()):
+                    pids.append(child.pid)
+            except psutil.NoSuchProcess:
+                pass
+        return pids
+
+    def wait_for(self, wanted: str | Callable[[str], bool], timeout: float = 120.0) -> str:
+        """The first line from now on that contains ``wanted`` (or satisfies it); fails the
+        test if the trainer exits or ``timeout`` passes first."""
+        matches = wanted if callable(wanted) else (lambda line: wanted in line)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.children()
+            try:
+                line = self._arrived.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if line is None:
+                pytest.fail(f"the trainer exited before a line with {wanted!r}:\n{self.output}")
+            self.lines.append(line)
+            if matches(line):
+                return line
+        pytest.fail(f"no line with {wanted!r} within {timeout} s:\n{self.output}")
+
+    def wait_for_children(self, count: int, timeout: float = 120.0) -> list[int]:
+        deadline = time.monotonic() + timeout
+        while len(pids := self.children()) < count:
+            assert time.monotonic() < deadline, f"only {len(pids)} of {count} children started"
+            time.sleep(0.1)
+        return pids
+
+    def finish(self, timeout: float = 240.0) -> int:
+        """Wait for the trainer to exit, reading the rest of its output; its exit code."""
+        deadline = time.monotonic() + timeout
+        while (line := self._next_line(deadline)) is not None:
+            self.lines.append(line)
+        return self.process.wait(timeout=max(1.0, deadline - time.monotonic()))
+
+    def _next_line(self, deadline: float) -> str | None:
+        while True:
+            self.children()
+            try:
+                return self._arrived.get(timeout=0.2)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"trainer still running after its time:\n{self.output}")
+
+
+@pytest.fixture
+def launch() -> Iterator[Callable[..., Trainer]]:
+    """``launch(args, env=None)`` starts a Trainer; any still running at the end is killed."""
+    started: list[Trainer] = []
+
+    def start(args: list[str], env: dict | None = None) -> Trainer:
+        trainer = Trainer(args, env)
+        started.append(trainer)
+        return trainer
+
+    yield start
+    for trainer in started:
+        if trainer.process.poll() is None:
+            trainer.process.kill()
+            trainer.process.wait()
