@@ -51,7 +51,7 @@ class VectorActor:
         self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards)
         self._observations, _ = self.envs.reset(seed=seed)
-        self._logits_version = policy_version()
+        self._logits_policy_version = policy_version()
         self._logits, _ = self._evaluate(self._observations)
 
     def _evaluate(self, observations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,15 +61,15 @@ class VectorActor:
         """Act on the last observations with the logits already computed for them, step the
         envs, and evaluate what came back."""
         actions = sample_actions(self._logits).cpu().numpy()
-        acting_version = self._logits_version
+        policy_version = self._logits_policy_version
         next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
-        self._logits_version = self.policy_version()
+        self._logits_policy_version = self.policy_version()
         self._logits, next_values = self._evaluate(next_observations)
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values.cpu().numpy(),
             final_values=None if self.accumulator.next_step_reset else self._final_values(truncated, infos),
-            policy_version=acting_version,
+            policy_version=policy_version,
         )
         self._observations = next_observations
         return ActorStep(batch, episodes)

@@ -88,8 +88,8 @@ def relu_activity(net: nn.Module) -> Iterator[dict[str, float]]:
 def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
     """Adam, fused where this torch build has a fused kernel for the net's device.
 
-    On the CPU the fused step takes about a sixth of the per-parameter loop's time (measured
-    on the Pong net: 5 ms against 32 ms); older builds without it get the plain loop.
+    On the CPU the fused step takes a fraction of the per-parameter loop's time
+    (docs/performance.md); older builds without it get the plain loop.
     """
     try:
         return torch.optim.Adam(net.parameters(), lr=lr, eps=eps, fused=True)

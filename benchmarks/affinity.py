@@ -2,16 +2,11 @@
 
 Why: ale-py's vector env steps its envs on a thread of its own, and the code that acts on
 the frames waits for it every step. With the other core idle, the scheduler often runs that
-thread there, and each step's hand-over then crosses cores. Timing Pong's vector step of 32
-envs on a 2-core Xeon, 8 alternating rounds each: 1,715-2,587 steps/s free (two clusters,
-median 2,108), 2,263-2,830 pinned (median 2,685); stepping and acting in turn, as a child
-does: 1,101 against 1,401 samples/s. Later, pinned to either core: 2,060 and 2,054, free
-1,821 (medians of 6), so it is the hand-over, not a slower core. A probe left free reads
-the scheduler's placement, not the core.
+thread there, and each step's hand-over then crosses cores: a probe left free reads the
+scheduler's placement, not the core, and its env stage reads up to a third low.
 
-The trainer does not pin: with every core busy the scheduler keeps the two threads together.
-Pinning a running Pong trainer's child and learner to a core each, on and off every 8
-seconds for 7 minutes, gave 1,107 against 1,106 transitions/s (mean of 25 periods each).
+The trainer does not pin: with every core busy the scheduler keeps the two threads together,
+and pinning a running trainer gained nothing (docs/performance.md).
 
 Linux only: elsewhere nothing is pinned and the calls say so.
 """

@@ -15,8 +15,8 @@ bound shows how much of the gap is the stages' imbalance on this machine at that
 how much the trainer's own.
 
 Each stage is timed in several short rounds, interleaved with the others, and its median
-round is kept: on this shared machine one stage's 2-second readings ranged from 816 to
-1,068 samples/s within half a minute, and the trainer's window sees the machine's typical
+round is kept: on a shared VM one stage's 2-second readings can move by a quarter within
+half a minute, and the trainer's window sees the machine's typical
 speed, not its best burst or worst dip. The benchmark takes one round at each boundary of
 the trainer's window segments, with the trainer paused, for the same reason
 (``benchmarks.window``).
@@ -150,9 +150,9 @@ class LimitProbe:
 
     Each stage is timed twice a round: on one core with the others idle, and on every core
     at once (one companion process per other core runs the same stage), the per-core rate
-    then being the mean over the cores. The bound uses the second: on this VM a core ran
-    each stage 2-10% slower while the other core worked (the pipeline keeps every core
-    busy), so rates taken with the other core idle overstate what the cores do together.
+    then being the mean over the cores. The bound uses the second: a core can run a stage
+    slower while the others work, and the pipeline keeps every core busy, so rates taken
+    with the other cores idle overstate what the cores do together.
     ``bf16`` probes inference and training under bfloat16 autocast, as ``--bf16`` runs them."""
 
     def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,

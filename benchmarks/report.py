@@ -228,6 +228,7 @@ def _header(title: str, results: dict) -> list[str]:
     return [
         f"# {title}", "",
         f"Command: `{results['command']}`", "",
+        f"Date: {machine.get('date', 'not recorded')}.", "",
         (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
          f"{machine['platform']}."), "",
         f"Versions: {versions}.", "",

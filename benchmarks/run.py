@@ -18,6 +18,7 @@ rewrites docs/benchmarks.md. SB3 comes from the optional ``bench`` extra.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import json
 import platform
@@ -163,7 +164,7 @@ def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     return {"cpu": cpu, "cores": psutil.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "platform": platform.platform(), "versions": versions}
+            "platform": platform.platform(), "versions": versions, "date": datetime.date.today().isoformat()}
 
 
 PROBE_ROUNDS = 6

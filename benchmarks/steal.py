@@ -1,8 +1,8 @@
 """CPU steal: the share of this machine's CPU time the hypervisor gave to other guests.
 
 On a shared VM a neighbour's load shows up as steal, and every rate in the benchmark drops
-with it (today's Pong runs ranged from 598 to 914 transitions/s with steal at 19% against
-near zero), so each part records the steal it ran under, read from ``/proc/stat``.
+with it (a Pong run under 19% steal trained a third slower), so each part records the
+steal it ran under, read from ``/proc/stat``.
 """
 from __future__ import annotations
 

@@ -2,16 +2,12 @@
 
 The window's rate is compared with a bound from probe rounds, and this VM's speed drifts
 by 15-25% within minutes: rounds taken only before and after a minute-long window can see
-a faster or slower machine than the one the window ran on (over eight runs on one host,
-each side's in-window rate against its probe ranged from 67% to 99%, both sides rising and
-falling together). So the caller may take a probe round at every segment boundary while
+a faster or slower machine than the one the window ran on. So the caller may take a probe round at every segment boundary while
 the trainer's whole process tree is stopped (SIGSTOP, then SIGCONT), and the bound then
 samples the machine all through the window.
 
-A resumed trainer runs slower for a few seconds: in a Pong window paused for 6.5 s at each
-boundary, the first 5-second report interval after each resume trained 941-998
-transitions/s with the learner 0.86-0.93 busy, the next one 1,039-1,100 at 0.92-0.97. So
-after each pause the trainer runs ``settle`` seconds uncounted, and a segment counts from
+A resumed trainer runs slower for a few seconds (its first report interval after a resume
+about a tenth slower than the next), so after each pause the trainer runs ``settle`` seconds uncounted, and a segment counts from
 its first report record after that to the first record ``segment_seconds`` later. No
 counted interval holds a pause, so every figure comes from the same running seconds.
 """

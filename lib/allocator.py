@@ -3,12 +3,10 @@
 With its default, dynamic thresholds glibc's malloc can hand large freed blocks (a step's
 activations and gradients, megabytes each) back to the kernel, and the next step's
 allocations then fault the same pages in again, zero-filled. Whether that happens depends
-on the order of a process's allocations: the trainer's learner and child settled into
-reuse on their own (2 and 20 faults/s), but a process timing the Pong training step at
-batch 128 took 3,000-5,000 faults a step and ran 7% slower, and the limit probe, which
-times three stages in one process, read the training stage 4% low. The PyTorch CPU tuning
-guide's answer is to preload jemalloc or tcmalloc; two fixed glibc thresholds give the same
-reuse with nothing to install, and the same in every process.
+on the order of a process's allocations, so a process may run several percent slower by
+chance (docs/performance.md has the figures). The PyTorch CPU tuning guide's answer is to
+preload jemalloc or tcmalloc; two fixed glibc thresholds give the same reuse with nothing
+to install, and the same in every process.
 """
 from __future__ import annotations
 

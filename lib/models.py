@@ -79,8 +79,7 @@ def _scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     transpose is slow with 4 channels innermost). The copies and the scaling go
     ``SCALING_CHUNK`` frames at a time, so the four passes over each part of the buffer hit
     L2 rather than L3. That pays in the learner, whose batch of 128 (14 MB of floats) comes
-    fresh after a backward pass: 4.2-4.5 ms against 5.6-6.1 ms, about 1 ms (1.2%) of its
-    step. At the children's batch of 32 it saves only about 0.02 ms.
+    fresh after a backward pass (docs/performance.md), and costs nothing at the children's 32.
     """
     batch, channels, height, width = frames.shape
     scaled = torch.empty((batch, height, width, channels), dtype=torch.float32, device=frames.device)
@@ -97,9 +96,8 @@ class MlpA2C(nn.Module):
     """Separate policy and value MLPs (two hidden layers each) for vector observations.
 
     Nothing is shared: with a shared first layer, the critic's squared errors (returns near
-    100 on CartPole) reshaped the policy's features, and 2 of 16 CartPole seeds collapsed to
-    a random policy after reaching a mean of 260, taking 335k-379k frames to solve; without
-    it the slowest of the same 16 seeds took 256k (README, "Presets").
+    100 on CartPole) reshaped the policy's features and some seeds collapsed on the way to
+    solving (docs/learning.md, "CartPole").
     """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = 128):
@@ -135,9 +133,8 @@ def evaluate(net: nn.Module, observations: torch.Tensor,
              bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``forward`` for acting: no autograd bookkeeping at all.
 
-    With ``bf16`` the Pong net at the child's batch of 32 runs about 1.65x the float32 rate
-    on a CPU with AMX (3,760-4,060 against 2,260-2,440 samples/s on one thread), and about
-    1.4x on an AMD EPYC with AVX512-BF16 (4,499-5,137 against 3,220-3,283).
+    ``bf16`` runs it under bfloat16 autocast, which pays on CPUs with bfloat16 instructions
+    (docs/performance.md, "bfloat16").
     """
     return forward(net, observations, bf16)
 
