@@ -69,12 +69,17 @@ def test_queue_bound_holds_and_the_child_waits_on_a_full_queue(pool_factory):
     pool.start()
     receive(pool, 1)  # the child is up and producing
     wait_until(lambda: pool.queued() >= capacity)  # the learner reads nothing: the queue fills
+    waited_before = pool.child_wait_seconds()  # a wait may have ended as the first read freed room
+    blocked_since = time.monotonic()
     for _ in range(20):  # and stays at the bound while the child keeps trying
         assert pool.queued() <= capacity
         time.sleep(0.05)
-    assert pool.child_wait_seconds() == 0.0  # still blocked: a wait is counted when it ends
+    assert pool.child_wait_seconds() == waited_before  # still blocked: a wait is counted when it ends
+    blocked = time.monotonic() - blocked_since
     pool.get(timeout=1.0)  # room for one more: the waiting child fills it again
-    wait_until(lambda: pool.child_wait_seconds() > 0.0)
+    wait_until(lambda: pool.child_wait_seconds() > waited_before)
+    # the child blocked for (nearly) all of that second, and that wait was counted
+    assert pool.child_wait_seconds() - waited_before >= blocked / 2
     assert pool.queued() <= capacity
     assert psutil.Process(pool.pids[0]).is_running()
 

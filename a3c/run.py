@@ -1,0 +1,187 @@
+"""The learner-side state of one run: the shared net, the optimizer, counters, rewards, the
+run directory and writer; what a checkpoint saves, resume restores and summary.json says."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tensorboardX import SummaryWriter
+
+from a3c.channel import SlotLayout
+from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
+from a3c.config import Config, ConfigError
+from a3c.learner import Learner, new_version_counter
+from lib.allocator import keep_freed_memory
+from lib.denormals import flush_denormals
+from lib.envs import EnvInfo, describe_env
+from lib.models import build_net
+from lib.trackers import RewardTracker
+
+EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0,
+              "interrupted": 130, "terminated": 143}
+"""Exit code of each ending; every other reason (worker_died, non_finite, error) exits 1."""
+
+
+@dataclass
+class Counters:
+    """How far the run has come; saved in checkpoints and continued on resume."""
+
+    frames: int = 0
+    transitions: int = 0
+    episodes: int = 0
+    worker_restarts: int = 0
+    """Over this invocation; the budget starts afresh on resume."""
+
+
+@dataclass
+class Run:
+    """The learner-side state of one run: what a checkpoint saves and resume restores."""
+
+    config: Config
+    learner: Learner
+    rewards: RewardTracker
+    counters: Counters
+    run_dir: Path
+    writer: SummaryWriter
+    env_info: EnvInfo
+    saved_best: float | None = None
+    """The best mean-100 reward that ``best.pt`` was saved at."""
+
+    def checkpoint_state(self) -> dict:
+        return {
+            "model": self.learner.net.state_dict(),
+            "optimizer": self.learner.optimizer.state_dict(),
+            "counters": dataclasses.asdict(self.counters),
+            "policy_version": self.learner.policy_version,
+            "recent_rewards": list(self.rewards.recent_rewards),
+            "best_mean_reward": self.rewards.best_mean_reward,
+            "config": dataclasses.asdict(self.config),
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def save(self, name: str, directory: Path | None = None) -> Path:
+        path = (self.run_dir if directory is None else Path(directory)) / name
+        save_checkpoint(path, self.checkpoint_state())
+        return path
+
+    def save_best(self) -> Path | None:
+        """Write ``best.pt`` if the best mean-100 reward rose since it was last written."""
+        best = self.rewards.best_mean_reward
+        if best is None or best == self.saved_best:
+            return None
+        self.saved_best = best
+        return self.save("best.pt")
+
+    def write_summary(self, reason: str, seconds: float) -> None:
+        summary = {"reason": reason, "seconds": round(seconds, 3),
+                   "mean_reward_100": self.rewards.mean_reward, **dataclasses.asdict(self.counters)}
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def run_name(config: Config) -> str:
+    return f"{config.name}__{config.env_id.replace('/', '-')}__{config.seed}__{int(time.time())}"
+
+
+def hyperparameter_table(config: Config) -> str:
+    rows = "\n".join(f"|{key}|{value}|" for key, value in dataclasses.asdict(config).items())
+    return "|parameter|value|\n|-|-|\n" + rows
+
+
+@dataclass
+class SharedNet:
+    """What the children need before they start, and the checkpoint it came from, if any."""
+
+    net: torch.nn.Module
+    version_counter: torch.Tensor
+    env_info: EnvInfo
+    restored: dict | None
+
+    @property
+    def transitions_done(self) -> int:
+        return 0 if self.restored is None else self.restored["counters"]["transitions"]
+
+
+def read_checkpoint(path: str, device: torch.device | str = "cpu") -> dict:
+    """A checkpoint to resume or restore; ConfigError with the reason if it cannot be read."""
+    try:
+        return load_checkpoint(path, map_location=device)
+    except CheckpointError as exc:
+        raise ConfigError(f"--resume: {exc}") from exc
+
+
+def share_net(config: Config, restored: dict | None = None) -> SharedNet:
+    """Build (or restore) the net in shared memory, and nothing the children do not need.
+
+    This part is quick; the optimizer is not (constructing the first torch optimizer imports
+    torch._dynamo, 1-2 s), so it is built while the children import and start their envs.
+    A ``--resume`` file is read here unless already given as ``restored``, once; ConfigError
+    if it cannot be resumed.
+    """
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    torch.set_num_threads(config.learner_threads)
+    keep_freed_memory()
+    flush_denormals()  # before the net's first forward pass starts torch's threads
+    device = torch.device(config.device)
+    env_info = describe_env(config.env_id)
+    net = build_net(env_info, config.heads).to(device)
+    version_counter = new_version_counter()
+    if config.resume is not None:
+        if restored is None:
+            restored = read_checkpoint(config.resume, device)
+        try:
+            check_matches(restored, config.env_id, net)
+        except CheckpointError as exc:
+            raise ConfigError(f"--resume: {exc}") from exc
+        net.load_state_dict(restored["model"])
+        version_counter.fill_(restored["policy_version"])
+        torch.set_rng_state(restored["torch_rng"])
+    net.share_memory()
+    return SharedNet(net, version_counter, env_info, restored)
+
+
+def make_run_dir(config: Config) -> Path:
+    """The run's directory, created now (a resumed run's is the checkpoint's); ConfigError
+    with the system's reason when it cannot be, before any child exists."""
+    if config.resume is not None:
+        return Path(config.resume).resolve().parent
+    run_dir = Path(config.logdir) / run_name(config)
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise ConfigError(f"--logdir {config.logdir!r}: cannot create {run_dir.name} "
+                          f"({exc.strerror or exc})") from exc
+    return run_dir
+
+
+def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
+    """The learner-side state around the shared net: optimizer, counters, writer."""
+    learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
+                      torch.device(config.device), shared.version_counter, lr_warmup=config.lr_warmup)
+    counters, recent_rewards, best = Counters(), [], None
+    if shared.restored is not None:
+        state = shared.restored
+        learner.optimizer.load_state_dict(state["optimizer"])
+        counters = Counters(**{**state["counters"], "worker_restarts": 0})
+        recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
+    writer = SummaryWriter(str(run_dir))
+    writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
+    rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
+    rewards.best_mean_reward = best
+    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info, saved_best=best)
+
+
+def slot_layout(config: Config, env_info: EnvInfo, net: torch.nn.Module) -> SlotLayout:
+    """Data mode: room for the most transitions one vector step can emit; grads mode: one
+    flat gradient."""
+    if config.mode == "grads":
+        parameters = sum(parameter.numel() for parameter in net.parameters())
+        return SlotLayout((parameters,), "float32", rows=1, slots=config.slots_per_child)
+    return SlotLayout(env_info.observation_shape, env_info.observation_dtype,
+                      rows=config.envs_per_process * config.reward_steps,
+                      slots=config.slots_per_child)
