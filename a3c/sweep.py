@@ -1,0 +1,198 @@
+"""Sweeps on Ray Tune: every combination of a grid of settings, for several seeds, each a
+``Trainer`` run as a Tune trial; then one table, the best settings on top.
+
+    python -m a3c.sweep --env CartPole-v1 --grid lr=1e-3,3e-3 --grid entropy_beta=0,0.01 --seeds 3
+
+A trial asks Ray for as many CPUs as its run has processes (children plus the learner's
+threads), so Tune runs as many at once as the cores hold. Every trial's TensorBoard run
+goes under one folder, ``--logdir/NAME``. Needs the ``tune`` extra (``pip install -e
+".[tune]"``); the base install does not. Without ``--ray-address`` a local Ray starts for
+the sweep, on 127.0.0.1, without its dashboard, and stops with it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from a3c.config import KEYWORDS, ConfigError, make_config, value_type
+
+SUMMARY_KEYS = ("frames", "transitions", "episodes", "episode_reward_mean", "episode_reward_best",
+                "frames_per_second", "loss_total", "loss_policy", "loss_value", "policy_entropy",
+                "policy_lag", "seconds", "iteration")
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """``["lr=1e-3,3e-3", "entropy_beta=0,0.01"]`` to ``{"lr": [0.001, 0.003], ...}``, each
+    value of its setting's type; ConfigError for an unknown setting or a bad value."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        name, _, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in KEYWORDS or not values:
+            raise ConfigError(f"--grid {item!r}: want SETTING=V1,V2 with a setting of run_a3c.py --help")
+        if name in ("seed", "logdir", "name"):
+            raise ConfigError(f"--grid {name}: the sweep sets it (use --seeds, --logdir, --name)")
+        grid[name] = [_convert(name, value.strip()) for value in values.split(",")]
+    return grid
+
+
+def _convert(name: str, text: str) -> Any:
+    kind = value_type(KEYWORDS[name])
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        return kind(text)
+    except ValueError as exc:
+        raise ConfigError(f"--grid {name}: {text!r} is not a {kind.__name__}") from exc
+
+
+def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, in the order the grid gives them."""
+    combos: list[dict[str, Any]] = [{}]
+    for name, values in grid.items():
+        combos = [{**combo, name: value} for combo in combos for value in values]
+    return combos
+
+
+def label(settings: dict[str, Any]) -> str:
+    return ",".join(f"{name}={value}" for name, value in settings.items()) or "defaults"
+
+
+def trial(config: dict[str, Any]) -> None:
+    """The Tune trainable: one run of the settings under ``config["trial"]``, one
+    ``tune.report`` per iteration, until it ends."""
+    from ray import tune
+
+    from a3c.trainer import Trainer
+
+    with Trainer(**config["trial"]) as trainer:
+        while True:
+            result = trainer.train()
+            tune.report({**{key: result[key] for key in SUMMARY_KEYS if result[key] is not None},
+                         "done": result["done"], "solved": result["reason"] == "solved"})
+            if result["done"]:
+                return
+
+
+def trial_cpus(settings: dict[str, Any]) -> int:
+    """CPUs one trial's run keeps busy: its children and the learner's threads."""
+    config = make_config(**settings)
+    return config.processes + config.learner_threads
+
+
+def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, ray_address: str | None = None,
+              cpus: int | None = None) -> list[dict[str, Any]]:
+    """Run every trial on Ray Tune; each trial's settings with its last reported figures."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+    from ray import tune
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        if ray_address:
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(num_cpus=cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                     _node_ip_address="127.0.0.1")
+    try:
+        per_trial = max(trial_cpus(settings) for settings in settings_per_trial)
+        available = int(ray.cluster_resources().get("CPU", 1))
+        tuner = tune.Tuner(
+            tune.with_resources(trial, {"cpu": min(per_trial, available)}),
+            param_space={"trial": tune.grid_search(settings_per_trial)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=max(1, available // per_trial)),
+            run_config=tune.RunConfig(name="tune", storage_path=str(storage.resolve()), verbose=0),
+        )
+        grid = tuner.fit()
+        rows = []
+        for result in grid:
+            rows.append({"settings": result.config["trial"], **(result.metrics or {}),
+                         "error": None if result.error is None else str(result.error).splitlines()[0]})
+        return rows
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def summarize(rows: list[dict[str, Any]], grid_names: Sequence[str]) -> list[dict[str, Any]]:
+    """One line per combination of the grid: seeds solved, median seconds and frames to
+    solve over the solved seeds; most seeds solved first, then the fastest median."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(label({name: row["settings"][name] for name in grid_names}), []).append(row)
+    lines = []
+    for name, trials in groups.items():
+        solved = [trial for trial in trials if trial.get("solved")]
+        lines.append({
+            "config": name, "seeds": len(trials), "solved": len(solved),
+            "median_seconds": statistics.median(t["seconds"] for t in solved) if solved else None,
+            "median_frames": statistics.median(t["frames"] for t in solved) if solved else None,
+            "errors": sum(trial["error"] is not None for trial in trials),
+        })
+    return sorted(lines, key=lambda line: (-line["solved"], line["median_seconds"] or float("inf")))
+
+
+def format_table(lines: list[dict[str, Any]]) -> str:
+    rows = ["| config | seeds solved | median seconds to solve | median frames to solve |",
+            "|---|---|---|---|"]
+    for line in lines:
+        seconds = "-" if line["median_seconds"] is None else f"{line['median_seconds']:.1f}"
+        frames = "-" if line["median_frames"] is None else f"{line['median_frames']:,.0f}"
+        failed = f" ({line['errors']} failed)" if line["errors"] else ""
+        rows.append(f"| {line['config']} | {line['solved']} of {line['seeds']}{failed} | {seconds} | {frames} |")
+    return "\n".join(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m a3c.sweep", description=__doc__.splitlines()[0])
+    parser.add_argument("--env", default="CartPole-v1", help="gymnasium env id")
+    parser.add_argument("--grid", action="append", default=[], metavar="SETTING=V1,V2",
+                        help="values of one setting (a flag of run_a3c.py, with underscores); repeat")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 for every combination")
+    parser.add_argument("--name", default=None, help="the sweep's folder under --logdir (default: sweep-TIME)")
+    parser.add_argument("--logdir", default="runs", help="root of the sweep's folder")
+    parser.add_argument("--max-seconds", type=float, default=120.0, help="each trial's time budget")
+    parser.add_argument("--max-frames", type=int, default=None, help="each trial's frame budget")
+    parser.add_argument("--ray-address", default=None, help="a running Ray cluster (default: a local Ray)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    name = args.name or f"sweep-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = Path(args.logdir).resolve() / name
+    try:
+        if args.seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+        grid = parse_grid(args.grid)
+        trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
+                   "max_seconds": args.max_seconds, "max_frames": args.max_frames}
+                  for combo in combinations(grid) for seed in range(args.seeds)]
+        for settings in trials:
+            make_config(**settings)  # every trial's settings checked before Ray starts
+    except ConfigError as error:
+        print(f"python -m a3c.sweep: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print('python -m a3c.sweep: error: Ray Tune is not installed: pip install -e ".[tune]"',
+              file=sys.stderr)
+        return 2
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = run_sweep(trials, folder, args.ray_address)
+    print(format_table(summarize(rows, list(grid))))
+    print(f"runs in {folder}")
+    return 0 if all(row["error"] is None for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
