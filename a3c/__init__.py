@@ -1,1 +1,20 @@
-"""Data-parallel A3C trainer: config, worker, pool, learner, checkpoints and the train loop."""
+"""A3C on torch.multiprocessing: ``Trainer`` is one run (train / save / restore / act),
+``Callback`` hooks into it; the rest is its config, children, pool, learner and checkpoints.
+
+The names load on first use: spawned children import this package too, and should not pay
+for the learner's imports (tensorboardX, the optimizer).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {"Trainer": "a3c.trainer", "RunEnded": "a3c.trainer", "Callback": "a3c.callbacks",
+            "ConfigError": "a3c.config"}
+__all__ = ["Callback", "ConfigError", "RunEnded", "Trainer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'a3c' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -84,5 +84,10 @@ class VectorActor:
         final_values[rows] = values.cpu().numpy()
         return final_values
 
+    def set_task(self, task: object) -> None:
+        """Hand every env ``task`` through its ``set_task``; an env applies it at its next
+        reset, so each episode runs under one task (RLlib's task-settable envs do the same)."""
+        self.envs.call("set_task", task)
+
     def close(self) -> None:
         self.envs.close()

@@ -57,10 +57,12 @@ class ChildChannel:
     """
 
     def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any,
-                 slots: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor):
+                 slots: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor, tasks: Any):
         self.worker_id = worker_id
         self.incarnation = incarnation
         self.messages = messages
+        self.tasks = tasks
+        """The other way, learner to child: env tasks (curriculum), rare and small."""
         self.stop_event = stop_event
         self.slots = slots
         self.free_slots = free_slots
@@ -87,6 +89,16 @@ class ChildChannel:
             return False
         finally:
             self.wait_seconds += time.monotonic() - started
+
+    def poll_task(self) -> Any | None:
+        """The newest env task the learner sent since the last call, or None."""
+        task = None
+        while not self.tasks.empty():
+            try:
+                task = self.tasks.get_nowait()
+            except queue.Empty:
+                break
+        return task
 
     def put_transitions(self, batch: TransitionBatch) -> bool:
         """Write ``batch.states`` into the next slot and send the other columns; False if stopped."""

@@ -1,24 +1,39 @@
-"""Command line: parse and validate, train, exit with the run's code; a setting found
-unusable before any child exists (a bad flag, a --resume file, a --logdir) exits 2."""
+"""Command line: parse and validate, then a loop over ``Trainer.train()`` until the run ends;
+exit with its code. A setting found unusable before any child exists (a bad flag, a
+--resume file, a --logdir) exits 2."""
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 from a3c.config import ConfigError, exit_on_config_error, parse_config
-from a3c.train import train
+from a3c.signals import StopSignals
+from a3c.trainer import Trainer, exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        result = train(parse_config(argv))
+        trainer = Trainer.from_config(parse_config(argv))
     except ConfigError as error:
         exit_on_config_error(error)
-    counters = result.counters
-    mean = "n/a" if result.mean_reward is None else f"{result.mean_reward:.2f}"
-    print(f"{result.reason}: {counters.frames:,} frames, {counters.episodes:,} episodes, "
-          f"{result.seconds:.1f} s, mean-100 reward {mean}; saved {result.run_dir / 'checkpoint.pt'}",
-          flush=True)
-    if result.message:
-        print(f"error: {result.message}", file=sys.stderr, flush=True)
-    return result.exit_code
+
+    def exit_now(code: int) -> None:
+        """A second Ctrl-C or SIGTERM: kill the children and leave without saving; the last
+        checkpoint on disk stays readable, since checkpoints are replaced by rename."""
+        trainer.kill()
+        print("second interrupt: children killed, exiting without the final checkpoint",
+              file=sys.stderr, flush=True)
+        os._exit(code)
+
+    with trainer, StopSignals(exit_now, trainer.request_stop, lambda: trainer.ending):
+        while not (result := trainer.train())["done"]:
+            pass
+    mean = result["episode_reward_mean"]
+    mean_text = "n/a" if mean is None else f"{mean:.2f}"
+    print(f"{result['reason']}: {result['frames']:,} frames, {result['episodes']:,} episodes, "
+          f"{result['seconds']:.1f} s, mean-100 reward {mean_text}; saved "
+          f"{os.path.join(result['run_dir'], 'checkpoint.pt')}", flush=True)
+    if result["message"]:
+        print(f"error: {result['message']}", file=sys.stderr, flush=True)
+    return exit_code(result["reason"])

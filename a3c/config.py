@@ -1,7 +1,11 @@
-"""The run's configuration: one dataclass, per-env-family presets, and the command-line parser.
+"""The run's configuration: one dataclass whose fields are the settings, per-env-family
+presets, and the command-line parser and keyword checks built from those fields.
 
-Flags left unset take the preset of the env's family: values that solve Pong for Atari
-(docs/learning.md), values measured on CartPole for vector-observation envs.
+Each field says once what it is (``option``: help, bounds, choices, flag); the parser,
+``make_config`` (the keywords of ``Trainer``) and ``validate`` all read that. Settings whose
+value depends on the env's family are left unset (None) and taken from its preset: values
+that solve Pong for Atari (docs/learning.md), values measured on CartPole for
+vector-observation envs.
 """
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ import argparse
 import dataclasses
 import os
 import sys
+import typing
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NoReturn
+from dataclasses import MISSING, dataclass, field
+from typing import Any, NoReturn
 
 from lib.envs import EnvError, EnvInfo, describe_env
 from lib.loss import LossSettings
@@ -22,33 +27,40 @@ class ConfigError(ValueError):
     """A setting that cannot work; the message is one line for the user."""
 
 
+def option(help: str, default: Any = MISSING, *, flag: str | None = None, short: str | None = None,
+           choices: Sequence[str] | None = None, at_least: float | None = None,
+           above: float | None = None, at_most: float | None = None, family: bool = False) -> Any:
+    """A dataclass field that is also a setting: ``--flag`` (the field's name with dashes
+    unless ``flag`` is given), the keyword of the same name with underscores, its help, its
+    choices and bounds. ``family``: unset means the env family's value (see ``make_config``)."""
+    metadata = {"help": help, "flag": flag, "short": short, "choices": choices, "at_least": at_least,
+                "above": above, "at_most": at_most, "family": family}
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class Preset:
-    """Hyperparameters tuned for one family of envs; each is a flag of the same name."""
+    """Hyperparameters tuned for one family of envs; each is a setting of the same name."""
 
-    processes: int
-    """Child processes stepping envs."""
-    envs_per_process: int
-    """Envs each child steps in lockstep (one inference per vector step)."""
-    learner_threads: int
-    """torch threads of the learner process."""
-    batch_size: int
-    """Transitions per optimizer step (grads mode: per child's gradient)."""
-    reward_steps: int
-    """n of the n-step return."""
-    gamma: float
-    lr: float
-    entropy_beta: float
-    clip_grad: float
-    """Maximum global gradient norm."""
-    adam_eps: float
-    """Adam's epsilon: far above the gradients' RMS it turns Adam into SGD at lr / eps."""
-    value_weight: float
-    """Weight of the value loss against the policy loss."""
-    lr_warmup: int
-    """Optimizer steps over which the learning rate rises linearly from 0 to ``lr``."""
-    heads: str
-    """Atari net: "shared" 512-unit layer with linear heads, or "separate" layers (reference)."""
+    processes: int = option("child processes stepping envs", at_least=1, family=True)
+    envs_per_process: int = option("envs each child steps in lockstep (one inference per vector step)",
+                                   at_least=1, family=True)
+    learner_threads: int = option("torch threads of the learner process", at_least=1, family=True)
+    batch_size: int = option("transitions per optimizer step (grads mode: per child's gradient)",
+                             at_least=1, family=True)
+    reward_steps: int = option("n of the n-step return", at_least=1, family=True)
+    gamma: float = option("discount factor", above=0.0, at_most=1.0, family=True)
+    lr: float = option("Adam's learning rate", above=0.0, family=True)
+    entropy_beta: float = option("weight of the entropy bonus", at_least=0.0, family=True)
+    clip_grad: float = option("maximum global gradient norm", above=0.0, family=True)
+    adam_eps: float = option("Adam's epsilon: far above the gradients' RMS it turns Adam into "
+                             "SGD at lr / eps", above=0.0, family=True)
+    value_weight: float = option("weight of the value loss against the policy loss", above=0.0,
+                                 family=True)
+    lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
+                            at_least=0, family=True)
+    heads: str = option("Atari net: one shared 512-unit layer under linear heads, or separate "
+                        "layers (the reference's)", choices=HEADS, family=True)
 
 
 def _layout(cores: int, envs_in_total: int) -> dict[str, int]:
@@ -113,42 +125,46 @@ MODES = ("data", "grads")
 class Config(Preset):
     """Everything a run needs; picklable, so children receive it whole."""
 
-    name: str
-    """Run name; the TensorBoard run directory starts with it."""
-    env_id: str
-    stop_reward: float | None
-    """Stop when the mean return of the last 100 episodes reaches this."""
-    max_frames: int | None = None
-    """Stop after this many env frames (Atari: 4 per step) even if unsolved."""
-    max_seconds: float | None = None
-    """Stop after this many seconds of training even if unsolved."""
-    seed: int = 0
-    logdir: str = "runs"
-    cuda: bool = False
-    bf16: bool = False
-    """Act and train under bfloat16 autocast: pays on CPUs with bfloat16 instructions (AMX,
-    AVX512-BF16) and on recent GPUs."""
-    clip_rewards: bool = False
-    """Train on the sign of each reward; episodes still report the game's score."""
-    preset: str = "default"
-    """default: the env family's tuned values; reference: the reference chapter's."""
-    queue_size: int = 0
-    """Messages with arrays in flight; 0: enough for two learner batches, two per child at least."""
-    max_worker_restarts: int = 3
-    """Dead children replaced over the run before it stops."""
-    mode: str = "data"
-    """data: children send transitions, the learner computes gradients; grads: children
-    compute gradients on their own batches of ``batch_size`` and send those."""
-    grad_batch: int = 2
-    """Grads mode: children's gradients summed per optimizer step."""
-    max_policy_lag: int | None = None
-    """Grads mode: drop gradients computed more than this many optimizer steps ago."""
-    report_interval: float = 5.0
-    """Seconds between console progress lines."""
-    save_every: float = 300.0
-    """Seconds between periodic checkpoints."""
-    resume: str | None = None
-    """Checkpoint to continue from; the run goes on in that checkpoint's directory."""
+    name: str = option("run name (names the TensorBoard run)", "a3c", short="-n")
+    env_id: str = option("gymnasium env id", "PongNoFrameskip-v4", flag="env")
+    stop_reward: float | None = option(
+        "mean-100 reward that ends the run; default: the env spec's reward_threshold, 18 for Pong",
+        None, family=True)
+    max_frames: int | None = option("frame budget: env frames, 4 per step for Atari (unlimited if "
+                                    "unset)", None, at_least=1)
+    max_seconds: float | None = option("time budget in seconds of training, from the start of the "
+                                       "children (unlimited if unset)", None, above=0.0)
+    seed: int = option("seed of the whole run", 0)
+    logdir: str = option("TensorBoard and checkpoint root", "runs")
+    cuda: bool = option("train on the GPU", False)
+    bf16: bool = option("act and train under bfloat16 autocast (pays on CPUs with AMX or "
+                        "AVX512-BF16 and on recent GPUs; off by default)", False)
+    clip_rewards: bool | None = option(
+        "train on the sign of each reward (episode rewards stay the game's score); default: on "
+        "for Atari, off otherwise", None, family=True)
+    preset: str = option("where unset hyperparameters come from: the env family's tuned values, "
+                         "or the reference chapter's Pong values for any env", "default",
+                         choices=PRESETS)
+    queue_size: int = option("messages with arrays in flight (0: enough for two learner batches, "
+                             "two per child at least)", 0, at_least=0)
+    max_worker_restarts: int = option("dead children replaced over the run before it stops", 3,
+                                      at_least=0)
+    mode: str = option("data: children send transitions; grads: children compute gradients on "
+                       "their own batches and send those", "data", choices=MODES)
+    grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
+                             at_least=1)
+    max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
+                                        "steps", None, at_least=0)
+    report_interval: float = option("seconds between progress lines; also the length of one "
+                                    "training iteration", 5.0, above=0.0)
+    save_every: float = option("seconds between periodic checkpoints", 300.0, above=0.0)
+    collapse_rollback: bool = option(
+        "put back the weights of the best mean-100 when the policy has locked into one action "
+        "after a collapse (docs/learning.md, \"Training past the goal\")", True)
+    eval_every: int = option("iterations between evaluations of the greedy policy (0: none)", 0,
+                             at_least=0)
+    eval_episodes: int = option("episodes per evaluation", 5, at_least=1)
+    resume: str | None = option("checkpoint.pt of a run to continue", None)
 
     @property
     def queue_capacity(self) -> int:
@@ -174,11 +190,33 @@ class Config(Preset):
         return LossSettings(self.gamma, self.entropy_beta, self.value_weight, self.bf16)
 
 
+SETTINGS = dataclasses.fields(Config)
+_TYPES = typing.get_type_hints(Config)
+
+
+def keyword(setting: dataclasses.Field) -> str:
+    """The setting's keyword (``Trainer(env=...)``) and, with dashes, its flag (``--env``)."""
+    return setting.metadata["flag"] or setting.name
+
+
+def flag(setting: dataclasses.Field) -> str:
+    return "--" + keyword(setting).replace("_", "-")
+
+
+def value_type(setting: dataclasses.Field) -> type:
+    """int, float, str or bool: the field's type without its None."""
+    kinds = [kind for kind in typing.get_args(_TYPES[setting.name]) if kind is not type(None)]
+    return kinds[0] if kinds else _TYPES[setting.name]
+
+
+KEYWORDS = {keyword(setting): setting for setting in SETTINGS}
+
+
 class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a flag's default where it has one; a preset flag's help says its values itself."""
+    """Shows a flag's default where it has one; a family setting's help says its values itself."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None:
+        if action.default is None or action.default is False or action.required:
             return action.help
         return super()._get_help_string(action)
 
@@ -190,84 +228,84 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _help(setting: dataclasses.Field) -> str:
+    text = setting.metadata["help"]
+    if setting.name in PRESET_NAMES:
+        atari, vector = getattr(ATARI_PRESET, setting.name), getattr(VECTOR_PRESET, setting.name)
+        reference = getattr(REFERENCE_PRESET, setting.name)
+        text += (f"; default on this machine ({CORES} cores): {atari} for Atari, {vector} for "
+                 f"vector observations, {reference} with --preset reference")
+    return text
+
+
+PRESET_NAMES = {setting.name for setting in dataclasses.fields(Preset)}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """Every setting of ``Config`` as a flag; family settings default to None (the preset's)."""
     parser = _OneLineParser(
         prog="run_a3c.py",
-        description="Data-parallel A3C. Unset hyperparameters come from the env family's preset.",
+        description="A3C. Unset hyperparameters come from the env family's preset.",
         formatter_class=_DefaultsHelpFormatter,
     )
-    parser.add_argument("-n", "--name", required=True, help="run name (names the TensorBoard run)")
-    parser.add_argument("--env", default="PongNoFrameskip-v4", help="gymnasium env id")
-    parser.add_argument("--cuda", action="store_true", help="train on the GPU")
-    parser.add_argument("--bf16", action="store_true",
-                        help="act and train under bfloat16 autocast (Pong: 1.1-1.4x the "
-                             "transitions/s on CPUs with AMX or AVX512-BF16; off by default)")
-    parser.add_argument("--mode", choices=MODES, default="data",
-                        help="data: children send transitions; grads: children send gradients")
-    parser.add_argument("--grad-batch", type=int, default=2,
-                        help="grads mode: children's gradients summed per optimizer step")
-    parser.add_argument("--max-policy-lag", type=int, default=None,
-                        help="grads mode: drop gradients older than this many optimizer steps")
-    parser.add_argument("--clip-rewards", action=argparse.BooleanOptionalAction, default=None,
-                        help="train on the sign of each reward (episode rewards stay the game's "
-                             "score); default: on for Atari, off otherwise")
-    parser.add_argument("--preset", choices=PRESETS, default="default",
-                        help="where unset hyperparameters come from: the env family's tuned "
-                             "values, or the reference chapter's Pong values for any env")
-    for field in dataclasses.fields(Preset):
-        atari, vector = getattr(ATARI_PRESET, field.name), getattr(VECTOR_PRESET, field.name)
-        reference = getattr(REFERENCE_PRESET, field.name)
-        parser.add_argument(
-            "--" + field.name.replace("_", "-"), type=type(atari), default=None,
-            help=f"default on this machine ({CORES} cores): {atari} for Atari, "
-                 f"{vector} for vector observations, {reference} with --preset reference",
-        )
-    parser.add_argument("--stop-reward", type=float, default=None,
-                        help="mean-100 reward that ends the run; default: the env spec's "
-                             "reward_threshold, 18 for Pong")
-    parser.add_argument("--max-frames", type=int, default=None, help="frame budget (unlimited if unset)")
-    parser.add_argument("--max-seconds", type=float, default=None,
-                        help="time budget in seconds, from the start of the children (unlimited if unset)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run")
-    parser.add_argument("--logdir", default="runs", help="TensorBoard and checkpoint root")
-    parser.add_argument("--queue-size", type=int, default=0,
-                        help="messages with arrays in flight (0: enough for two learner batches)")
-    parser.add_argument("--max-worker-restarts", type=int, default=3,
-                        help="dead children replaced over the run before it stops")
-    parser.add_argument("--save-every", type=float, default=300.0, help="seconds between checkpoints")
-    parser.add_argument("--report-interval", type=float, default=5.0,
-                        help="seconds between console progress lines (and frames/s in TensorBoard)")
-    parser.add_argument("--resume", default=None, help="checkpoint.pt of a run to continue")
+    run_group = parser.add_argument_group("the run")
+    tuned_group = parser.add_argument_group(
+        "hyperparameters", "unset, each takes the env family's value (or --preset reference's)")
+    for setting in sorted(SETTINGS, key=lambda setting: setting.name in PRESET_NAMES):
+        group = tuned_group if setting.name in PRESET_NAMES else run_group
+        names = ([setting.metadata["short"]] if setting.metadata["short"] else []) + [flag(setting)]
+        kind = value_type(setting)
+        default = None if setting.metadata["family"] else setting.default
+        extra: dict[str, Any] = {"dest": keyword(setting), "default": default, "help": _help(setting)}
+        if kind is bool:
+            family_or_on = setting.metadata["family"] or setting.default is True
+            action = argparse.BooleanOptionalAction if family_or_on else "store_true"
+            group.add_argument(*names, action=action, **extra)
+        else:
+            group.add_argument(*names, type=kind, choices=setting.metadata["choices"],
+                                required=setting.name == "name", **extra)
     return parser
 
 
-def config_from_args(args: argparse.Namespace, env_info: EnvInfo) -> Config:
-    if args.preset == "reference":
+def make_config(**settings: Any) -> Config:
+    """A validated Config from keywords named as the flags (``env``, ``lr``, ...): unset or
+    None family settings come from the env's preset. ConfigError on the first bad one."""
+    unknown = sorted(set(settings) - set(KEYWORDS))
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r}; the settings are the flags of "
+                          "run_a3c.py --help, with underscores")
+    values = {setting.name: setting.default for setting in SETTINGS if setting.default is not MISSING}
+    for name, value in settings.items():
+        if value is not None or not KEYWORDS[name].metadata["family"]:
+            values[KEYWORDS[name].name] = value
+    _check_types(values)
+    try:
+        env_info = describe_env(values["env_id"])
+    except EnvError as exc:
+        raise ConfigError(str(exc)) from exc
+    if values["preset"] not in PRESETS:
+        raise ConfigError(f"--preset must be one of {', '.join(PRESETS)}, got {values['preset']!r}")
+    for name, value in _family_values(values, env_info).items():
+        if values.get(name) is None:
+            values[name] = value
+    config = Config(**values)
+    validate(config, env_info)
+    return config
+
+
+def _family_values(values: dict[str, Any], env_info: EnvInfo) -> dict[str, Any]:
+    """What the env's family (and ``--preset``, ``--mode``) gives every family setting."""
+    if values["preset"] == "reference":
         preset = REFERENCE_PRESET
     else:
         preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
-    if args.mode == "grads":
+    if values["mode"] == "grads":
         preset = grads_layout(preset, CORES, env_info.atari)
-    tuned = {
-        field.name: getattr(preset, field.name) if getattr(args, field.name) is None
-        else getattr(args, field.name)
-        for field in dataclasses.fields(Preset)
-    }
-    return Config(
-        name=args.name, env_id=args.env, stop_reward=_stop_reward(args.stop_reward, env_info),
-        max_frames=args.max_frames, max_seconds=args.max_seconds, seed=args.seed,
-        logdir=args.logdir, cuda=args.cuda, bf16=args.bf16, preset=args.preset,
-        clip_rewards=env_info.atari if args.clip_rewards is None else args.clip_rewards,
-        queue_size=args.queue_size, max_worker_restarts=args.max_worker_restarts,
-        mode=args.mode, grad_batch=args.grad_batch,
-        max_policy_lag=args.max_policy_lag,
-        report_interval=args.report_interval, save_every=args.save_every, resume=args.resume, **tuned,
-    )
+    return {**dataclasses.asdict(preset), "clip_rewards": env_info.atari,
+            "stop_reward": _stop_reward(env_info)}
 
 
-def _stop_reward(requested: float | None, env_info: EnvInfo) -> float | None:
-    if requested is not None:
-        return requested
+def _stop_reward(env_info: EnvInfo) -> float | None:
     if env_info.reward_threshold is not None:
         return float(env_info.reward_threshold)
     for game, reward in ATARI_STOP_REWARDS.items():
@@ -276,40 +314,38 @@ def _stop_reward(requested: float | None, env_info: EnvInfo) -> float | None:
     return None
 
 
-def validate(config: Config) -> None:
-    """Raise ConfigError for the first setting that cannot work."""
-    checks = [
-        (config.name.strip() != "", "--name must not be empty"),
-        (config.processes >= 1, f"--processes must be >= 1, got {config.processes}"),
-        (config.envs_per_process >= 1, f"--envs-per-process must be >= 1, got {config.envs_per_process}"),
-        (config.batch_size >= 1, f"--batch-size must be >= 1, got {config.batch_size}"),
-        (config.reward_steps >= 1, f"--reward-steps must be >= 1, got {config.reward_steps}"),
-        (0.0 < config.gamma <= 1.0, f"--gamma must be in (0, 1], got {config.gamma}"),
-        (config.lr > 0.0, f"--lr must be > 0, got {config.lr}"),
-        (config.entropy_beta >= 0.0, f"--entropy-beta must be >= 0, got {config.entropy_beta}"),
-        (config.clip_grad > 0.0, f"--clip-grad must be > 0, got {config.clip_grad}"),
-        (config.adam_eps > 0.0, f"--adam-eps must be > 0, got {config.adam_eps}"),
-        (config.value_weight > 0.0, f"--value-weight must be > 0, got {config.value_weight}"),
-        (config.lr_warmup >= 0, f"--lr-warmup must be >= 0, got {config.lr_warmup}"),
-        (config.heads in HEADS, f"--heads must be one of {', '.join(HEADS)}, got {config.heads!r}"),
-        (config.max_frames is None or config.max_frames >= 1,
-         f"--max-frames must be >= 1, got {config.max_frames}"),
-        (config.max_seconds is None or config.max_seconds > 0,
-         f"--max-seconds must be > 0, got {config.max_seconds}"),
-        (config.queue_size >= 0, f"--queue-size must be >= 0, got {config.queue_size}"),
-        (config.mode in MODES, f"--mode must be one of {', '.join(MODES)}, got {config.mode!r}"),
-        (config.grad_batch >= 1, f"--grad-batch must be >= 1, got {config.grad_batch}"),
-        (config.max_policy_lag is None or config.max_policy_lag >= 0,
-         f"--max-policy-lag must be >= 0, got {config.max_policy_lag}"),
-        (config.learner_threads >= 1, f"--learner-threads must be >= 1, got {config.learner_threads}"),
-        (config.max_worker_restarts >= 0,
-         f"--max-worker-restarts must be >= 0, got {config.max_worker_restarts}"),
-        (config.save_every > 0, f"--save-every must be > 0, got {config.save_every}"),
-        (config.report_interval > 0, f"--report-interval must be > 0, got {config.report_interval}"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)
+def _check_types(values: dict[str, Any]) -> None:
+    for setting in SETTINGS:
+        value, kind = values.get(setting.name), value_type(setting)
+        if value is None:
+            continue
+        fits = (isinstance(value, kind) and not (kind is int and isinstance(value, bool))) or (
+            kind is float and isinstance(value, int) and not isinstance(value, bool))
+        if not fits:
+            raise ConfigError(f"{flag(setting)} must be {kind.__name__}, got {value!r}")
+
+
+def validate(config: Config, env_info: EnvInfo) -> None:
+    """Raise ConfigError for the first setting that cannot work: each field's bounds and
+    choices, then the checks that span settings or ask the machine."""
+    for setting in SETTINGS:
+        value, meta = getattr(config, setting.name), setting.metadata
+        if value is None:
+            continue
+        name = flag(setting)
+        if meta["choices"] and value not in meta["choices"]:
+            raise ConfigError(f"{name} must be one of {', '.join(meta['choices'])}, got {value!r}")
+        if meta["at_least"] is not None and value < meta["at_least"]:
+            raise ConfigError(f"{name} must be >= {meta['at_least']:g}, got {value}")
+        if meta["above"] is not None and meta["at_most"] is not None and not (
+                meta["above"] < value <= meta["at_most"]):
+            raise ConfigError(f"{name} must be in ({meta['above']:g}, {meta['at_most']:g}], got {value}")
+        if meta["above"] is not None and value <= meta["above"]:
+            raise ConfigError(f"{name} must be > {meta['above']:g}, got {value}")
+    if config.name.strip() == "":
+        raise ConfigError("--name must not be empty")
+    if config.heads == "shared" and not env_info.atari:
+        raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
     if config.cuda:
         import torch
 
@@ -328,17 +364,8 @@ def is_writable_dir(path: str) -> bool:
 
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
-    """Parse, describe the env, fill in the preset and validate; ConfigError on bad input."""
-    args = build_parser().parse_args(argv)
-    try:
-        env_info = describe_env(args.env)
-    except EnvError as exc:
-        raise ConfigError(str(exc)) from exc
-    config = config_from_args(args, env_info)
-    if config.heads == "shared" and not env_info.atari:
-        raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
-    validate(config)
-    return config
+    """Parse the command line and make the validated Config; ConfigError on bad input."""
+    return make_config(**vars(build_parser().parse_args(argv)))
 
 
 def exit_on_config_error(error: ConfigError) -> NoReturn:

@@ -34,6 +34,8 @@ class LoadMeter:
         self.entropy_sum = 0.0
         self.entropy_batches = 0
         self._previous: dict | None = None
+        self.last_rates: dict[str, float | None] = {}
+        """The rates over the last interval between two records."""
 
     def waited(self, seconds: float) -> None:
         self.learner_wait_seconds += seconds
@@ -69,7 +71,8 @@ class LoadMeter:
         with self.path.open("a") as stream:
             stream.write(json.dumps(snapshot) + "\n")
         if self._previous is not None:
-            for tag, value in window_rates(self._previous, snapshot).items():
+            self.last_rates = window_rates(self._previous, snapshot)
+            for tag, value in self.last_rates.items():
                 if value is not None:
                     self.writer.add_scalar(f"perf/{tag}", value, frame)
         self._previous = snapshot

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import NoReturn
@@ -86,13 +86,24 @@ def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
     return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder)
 
 
-def play_episode(env: gym.Env, net: nn.Module, greedy: bool, seed: int, max_steps: int) -> EpisodePlayed:
-    choose = greedy_actions if greedy else sample_actions
+def policy_actions(net: nn.Module, observations: np.ndarray, greedy: bool) -> np.ndarray:
+    """The actions ``net`` takes on a batch of raw env observations, on the net's device."""
+    device = next(net.parameters()).device
+    logits, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
+    return (greedy_actions if greedy else sample_actions)(logits).cpu().numpy()
+
+
+def act_once(net: nn.Module, observation: np.ndarray, greedy: bool) -> int:
+    return int(policy_actions(net, np.asarray(observation)[None], greedy)[0])
+
+
+def play_episode(env: gym.Env, act: Callable[[np.ndarray], int], seed: int,
+                 max_steps: int) -> EpisodePlayed:
+    """One episode with ``act`` choosing each action from the raw observation."""
     observation, _ = env.reset(seed=seed)
     total, steps = 0.0, 0
     while steps < max_steps:
-        logits, _ = evaluate(net, torch.as_tensor(np.asarray(observation)[None]))
-        observation, reward, terminated, truncated, _ = env.step(int(choose(logits)[0]))
+        observation, reward, terminated, truncated, _ = env.step(act(observation))
         total += float(reward)
         steps += 1
         if terminated or truncated:
@@ -113,7 +124,7 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
     played = []
     try:
         for index in range(episodes):
-            episode = play_episode(env, net, greedy, seed + index, max_steps)
+            episode = play_episode(env, partial(act_once, net, greedy=greedy), seed + index, max_steps)
             played.append(episode)
             cut = f" (cut at {max_steps} steps)" if episode.cut else ""
             print(f"episode {index + 1}: return {episode.reward:.1f}, {episode.length} steps{cut}",

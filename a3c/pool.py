@@ -1,8 +1,9 @@
 """The worker pool: the only place that knows about processes, the queues and the slots.
 
-The learner sees four calls: ``start``, ``get`` (which never blocks for long and raises
-WorkerDied when a child is gone), ``restart`` (a fresh child in a dead one's place) and
-``close`` (ordered shutdown). Another transport (Ray actors, another host) can stand
+The learner sees five calls: ``start``, ``get`` (which never blocks for long and raises
+WorkerDied when a child is gone), ``restart`` (a fresh child in a dead one's place),
+``set_env_task`` (curriculum: a task every child hands its envs) and ``close`` (ordered
+shutdown). Another transport (Ray actors, another host) can stand
 behind the same calls.
 
 Each child writes its own bounded queue. An ``mp.Queue`` shared by several writers holds
@@ -71,6 +72,8 @@ class WorkerPool:
         self._channels: list[ChildChannel | None] = [None] * processes
         self._processes: list = [None] * processes
         self._incarnations = [0] * processes
+        self._tasks: list = [None] * processes
+        self._env_task: Any = None
         self._next_liveness_check = 0.0
         self._closed = False
 
@@ -81,10 +84,13 @@ class WorkerPool:
     def _start(self, worker_id: int) -> None:
         incarnation = self._incarnations[worker_id]
         self._queues[worker_id] = self._context.Queue(maxsize=self._queue_capacity)
+        self._tasks[worker_id] = self._context.Queue()
+        if self._env_task is not None:
+            self._tasks[worker_id].put(self._env_task)
         channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event,
                                self._slots[worker_id],
                                self._context.BoundedSemaphore(self._slot_layout.slots),
-                               self._wait_seconds[worker_id])
+                               self._wait_seconds[worker_id], self._tasks[worker_id])
         process = self._context.Process(
             target=self._target, name=f"a3c-worker-{worker_id}", daemon=True,
             args=(worker_id, *self._args, channel, child_seed(self._base_seed, worker_id, incarnation)),
@@ -110,8 +116,16 @@ class WorkerPool:
             self._salvaged.extend(message for message in self._drain(self._queues[worker_id])
                                   if not isinstance(message, (SlotTransitions, SlotGradients)))
         self._discard_queue(self._queues[worker_id])
+        self._discard_queue(self._tasks[worker_id])
         self._incarnations[worker_id] += 1
         self._start(worker_id)
+
+    def set_env_task(self, task: Any) -> None:
+        """Send every child ``task`` for its envs; children started later get it too."""
+        self._env_task = task
+        for tasks in self._tasks:
+            if tasks is not None:
+                tasks.put(task)
 
     def child_wait_seconds(self) -> float:
         """Seconds all children together have spent blocked on a full channel so far."""
@@ -202,7 +216,7 @@ class WorkerPool:
         for process in self._processes:
             if process is not None:
                 process.join(timeout=5.0)
-        for messages in self._queues:  # unread: a killed straggler may have torn a message
+        for messages in self._queues + self._tasks:  # unread: a killed straggler may have torn one
             if messages is not None:
                 self._discard_queue(messages)
 

@@ -16,6 +16,7 @@ from a3c.channel import SlotLayout
 from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
 from a3c.config import Config, ConfigError
 from a3c.learner import Learner, new_version_counter
+from a3c.rollback import BestState
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.envs import EnvInfo, describe_env
@@ -36,6 +37,8 @@ class Counters:
     episodes: int = 0
     worker_restarts: int = 0
     """Over this invocation; the budget starts afresh on resume."""
+    rollbacks: int = 0
+    """Times a locked policy was put back to the weights of the best mean-100."""
 
 
 @dataclass
@@ -49,8 +52,7 @@ class Run:
     run_dir: Path
     writer: SummaryWriter
     env_info: EnvInfo
-    saved_best: float | None = None
-    """The best mean-100 reward that ``best.pt`` was saved at."""
+    best_state: BestState = dataclasses.field(default_factory=BestState)
 
     def checkpoint_state(self) -> dict:
         return {
@@ -69,13 +71,27 @@ class Run:
         save_checkpoint(path, self.checkpoint_state())
         return path
 
+    def offer_best(self, force: bool = False) -> None:
+        """The best mean-100 just rose: keep a copy of the state that earned it."""
+        self.best_state.offer(self.checkpoint_state(), force=force)
+
     def save_best(self) -> Path | None:
-        """Write ``best.pt`` if the best mean-100 reward rose since it was last written."""
-        best = self.rewards.best_mean_reward
-        if best is None or best == self.saved_best:
+        """Write ``best.pt`` from the copy taken when the best mean-100 rose, if newer."""
+        if self.best_state.state is None or self.best_state.written:
             return None
-        self.saved_best = best
-        return self.save("best.pt")
+        path = self.run_dir / "best.pt"
+        save_checkpoint(path, self.best_state.state)
+        self.best_state.written = True
+        return path
+
+    def roll_back(self) -> int:
+        """Put back the weights and optimizer state of the best copy (in place: children act
+        on them at their next step); the frame the copy was taken at."""
+        state = self.best_state.state
+        self.learner.net.load_state_dict(state["model"])
+        self.learner.optimizer.load_state_dict(state["optimizer"])
+        self.counters.rollbacks += 1
+        return state["counters"]["frames"]
 
     def write_summary(self, reason: str, seconds: float) -> None:
         summary = {"reason": reason, "seconds": round(seconds, 3),
@@ -173,7 +189,7 @@ def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
     rewards.best_mean_reward = best
-    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info, saved_best=best)
+    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)
 
 
 def slot_layout(config: Config, env_info: EnvInfo, net: torch.nn.Module) -> SlotLayout:

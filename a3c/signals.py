@@ -2,10 +2,10 @@
 
 An exception raised from a signal handler can land anywhere: half-way through reading a
 queue message (the next read then starts inside the old one and can block forever), in
-a checkpoint write, in an optimizer step. So the first signal only records what was asked,
-and the learner's loop, which checks at least once a second, stops cleanly. A second
-Ctrl-C or SIGTERM, while the run is stopping or once it already was asked to, calls
-``exit_now``: the way out when the ordered shutdown is itself stuck.
+a checkpoint write, in an optimizer step. So the first signal only asks the run to stop
+(``request_stop``), and the learner's loop, which checks at least once a second, stops
+cleanly. A second Ctrl-C or SIGTERM, while the run is ending or once it already was asked
+to, calls ``exit_now``: the way out when the ordered shutdown is itself stuck.
 """
 from __future__ import annotations
 
@@ -13,17 +13,24 @@ import signal
 from collections.abc import Callable
 from types import FrameType
 
+
+def _never() -> bool:
+    return False
+
 REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
 class StopSignals:
-    """Installed for the life of a run: ``with StopSignals(exit_now) as signals: ...``."""
+    """Installed for the life of a run: ``with StopSignals(exit_now, request_stop, ending): ...``."""
 
-    def __init__(self, exit_now: Callable[[int], None]):
+    def __init__(self, exit_now: Callable[[int], None],
+                 request_stop: Callable[[str], None] | None = None, ending: Callable[[], bool] = _never):
         self.exit_now = exit_now
+        self.request_stop = request_stop
+        self.ending = ending
+        """True once the run has begun its ending: a signal then exits at once."""
         self.reason: str | None = None
         """"interrupted" (SIGINT) or "terminated" (SIGTERM) once one has arrived."""
-        self.stopping = False
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> StopSignals:  # noqa: PYI034 - Self needs Python 3.11
@@ -36,7 +43,9 @@ class StopSignals:
             signal.signal(signum, handler)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.reason is not None or self.stopping:
+        if self.reason is not None or self.ending():
             self.exit_now(128 + signum)
             return
         self.reason = REASONS[signal.Signals(signum)]
+        if self.request_stop is not None:
+            self.request_stop(self.reason)

@@ -109,6 +109,9 @@ def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, chann
                         config.clip_rewards)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
+            task = channel.poll_task()
+            if task is not None:
+                actor.set_task(task)
             step = actor.step()
             if step.batch is not None and not sender.send(step.batch):
                 return

@@ -31,6 +31,8 @@ class RewardTracker:
             recent_rewards, maxlen=MEAN_WINDOW
         )
         self.best_mean_reward: float | None = None
+        self.worst_mean_reward: float | None = None
+        """The lowest mean over a full window (a run's level before it learned, or after a collapse)."""
 
     @property
     def mean_reward(self) -> float | None:
@@ -48,6 +50,8 @@ class RewardTracker:
         self.writer.add_scalar("episode/length", length, frame)
         if self.window_full and (self.best_mean_reward is None or mean_reward > self.best_mean_reward):
             self.best_mean_reward = mean_reward
+        if self.window_full and (self.worst_mean_reward is None or mean_reward < self.worst_mean_reward):
+            self.worst_mean_reward = mean_reward
         return self.solved
 
     @property

@@ -10,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from a3c.config import Config
 from a3c.pool import WorkerPool
-from a3c.train import slot_layout
+from a3c.run import slot_layout
 from a3c.worker import worker_main
 from lib.envs import describe_env
 from lib.models import build_net

@@ -1,4 +1,6 @@
 """Shared-memory slots: rows arrive intact, slots are reused round-robin, the bound holds."""
+import time
+
 import numpy as np
 import torch
 import torch.multiprocessing as mp
@@ -22,7 +24,24 @@ def make_channel(slots=2, rows=8):
     context = mp.get_context("spawn")
     layout = SlotLayout((4, 84, 84), "uint8", rows=rows, slots=slots)
     return ChildChannel(0, 0, context.Queue(maxsize=10), context.Event(), layout.allocate(),
-                        context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64))
+                        context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64),
+                        context.Queue())
+
+
+def test_a_child_polls_the_newest_env_task_once():
+    channel = make_channel()
+    assert channel.poll_task() is None
+    channel.tasks.put({"level": 1})
+    channel.tasks.put({"level": 2})
+    received, deadline = [], time.monotonic() + 30
+    while received[-1:] != [{"level": 2}]:  # the queue's feeder thread delivers in the background
+        assert time.monotonic() < deadline, received
+        task = channel.poll_task()
+        if task is not None:
+            received.append(task)
+    # the newest task wins: the older one is skipped whenever both had arrived
+    assert received in ([{"level": 2}], [{"level": 1}, {"level": 2}])
+    assert channel.poll_task() is None
 
 
 def test_rows_come_back_intact_with_their_policy_versions():

@@ -48,10 +48,10 @@ if not torch.cuda.is_available():
 
 @pytest.mark.parametrize("argv, named", BAD_INPUTS, ids=[" ".join(a[-2:]) for a, _ in BAD_INPUTS])
 def test_bad_input_is_one_line_and_exit_2_before_any_child(argv, named, capsys, monkeypatch):
-    def must_not_train(config):
-        raise AssertionError("training started on bad input")
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("a trainer was made from bad input")
 
-    monkeypatch.setattr(a3c.cli, "train", must_not_train)
+    monkeypatch.setattr(a3c.cli.Trainer, "from_config", must_not_start)
     with pytest.raises(SystemExit) as exited:
         a3c.cli.main(argv)
     assert exited.value.code == 2

@@ -11,7 +11,7 @@ from torch import nn
 
 from a3c.learner import make_adam
 from a3c.messages import Transitions
-from a3c.train import share_net
+from a3c.run import share_net
 from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe
 from benchmarks.report import _denormals_section

@@ -10,11 +10,11 @@ def send(signum):
 
 
 def test_first_signal_records_the_reason_and_a_second_exits_now():
-    exits = []
+    exits, requests = [], []
     before = signal.getsignal(signal.SIGINT)
-    with StopSignals(exits.append) as signals:
+    with StopSignals(exits.append, requests.append) as signals:
         send(signal.SIGINT)
-        assert signals.reason == "interrupted" and exits == []
+        assert signals.reason == "interrupted" and requests == ["interrupted"] and exits == []
         send(signal.SIGINT)
         assert exits == [130]
     assert signal.getsignal(signal.SIGINT) is before
@@ -25,7 +25,6 @@ def test_sigterm_is_terminated_and_a_signal_during_shutdown_exits_now():
     with StopSignals(exits.append) as signals:
         send(signal.SIGTERM)
         assert signals.reason == "terminated"
-    with StopSignals(exits.append) as signals:
-        signals.stopping = True
+    with StopSignals(exits.append, ending=lambda: True) as signals:
         send(signal.SIGINT)
         assert signals.reason is None and exits == [130]

@@ -103,3 +103,22 @@ class FloatModeEnv(CountingEnv):
 
 
 gym.register("FloatMode-v0", entry_point=FloatModeEnv)
+
+
+class TaskCountingEnv(CountingEnv):
+    """Counting whose episode length is its task: ``set_task(length)`` takes effect at the
+    next reset, so every episode runs under one task (curriculum tests)."""
+
+    def __init__(self, episode_length: int = 5):
+        super().__init__(episode_length)
+        self._next_length = episode_length
+
+    def set_task(self, length: int) -> None:
+        self._next_length = length
+
+    def reset(self, *, seed=None, options=None):
+        self.episode_length = self._next_length
+        return super().reset(seed=seed, options=options)
+
+
+gym.register("TaskCounting-v0", entry_point=TaskCountingEnv)

@@ -1,0 +1,458 @@
+"""``Trainer``: one A3C run as an object, driven one ``train()`` iteration at a time.
+
+    from a3c import Trainer
+
+    with Trainer(env="CartPole-v1", seed=0) as trainer:
+        while not (result := trainer.train())["done"]:
+            print(result["frames"], result["episode_reward_mean"])
+        path = trainer.save()
+    trainer = Trainer.restore(path)
+    action = trainer.compute_action(observation, greedy=True)
+
+The keywords are the flags of ``run_a3c.py`` with underscores (``env`` for ``--env``) and
+are checked the same way; ``run_a3c.py`` is a loop over ``train()``. Children start at the
+first ``train()`` and keep acting between calls until their bounded queues fill, so nothing
+is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from a3c.callbacks import Callback
+from a3c.config import KEYWORDS, SETTINGS, Config, ConfigError, keyword, make_config
+from a3c.learner import GradientSteps, NonFiniteLoss, StepStats, TransitionSteps
+from a3c.load import PROGRESS_FILE, LoadMeter
+from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
+from a3c.play import DEFAULT_MAX_STEPS, play_episode, policy_actions
+from a3c.pool import WorkerDied, WorkerPool
+from a3c.rollback import policy_locked
+from a3c.run import (
+    EXIT_CODES,
+    Run,
+    make_run_dir,
+    read_checkpoint,
+    share_net,
+    slot_layout,
+    start_run,
+)
+from a3c.worker import worker_main
+from lib.envs import make_env
+from lib.trackers import MeanTracker, ProgressReporter
+
+GET_TIMEOUT_SECONDS = 1.0
+BEST_CHECK_SECONDS = 10.0
+
+
+class RunEnded(RuntimeError):
+    """``train()`` was called after the run had ended."""
+
+
+class Trainer:
+    """One run: ``train`` / ``save`` / ``restore`` / ``compute_action`` / ``stop``.
+
+    Bad settings raise ``ConfigError`` here, before any child exists. The net is built (or
+    restored) at once; children, the optimizer and the TensorBoard writer come with the
+    first ``train()``, so a trainer restored only to act starts no process.
+    """
+
+    def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] = (),
+                 **settings: Any):
+        self._setup(make_config(env=env, **settings), callbacks)
+
+    @classmethod
+    def from_config(cls, config: Config, callbacks: Sequence[Callback] = (),
+                    restored: dict | None = None) -> Trainer:
+        """A trainer for a Config already made (the CLI's path); ``restored``: the
+        checkpoint of ``config.resume``, if the caller has read it already."""
+        trainer = cls.__new__(cls)
+        trainer._setup(config, callbacks, restored)
+        return trainer
+
+    @classmethod
+    def restore(cls, path: str | Path, callbacks: Sequence[Callback] = (), **overrides: Any) -> Trainer:
+        """The run saved at ``path``, with its settings (``overrides`` replace some, as a
+        budget): counters, optimizer, reward window and TensorBoard axis go on in its
+        directory. The file is read once."""
+        state = read_checkpoint(str(path))
+        saved = state.get("config", {})
+        settings = {keyword(setting): saved[setting.name] for setting in SETTINGS if setting.name in saved}
+        unknown = sorted(set(overrides) - set(KEYWORDS))
+        if unknown:
+            raise ConfigError(f"unknown setting {unknown[0]!r}")
+        config = make_config(**{**settings, **overrides, "resume": str(path)})
+        return cls.from_config(config, callbacks, restored=state)
+
+    def _setup(self, config: Config, callbacks: Sequence[Callback], restored: dict | None = None) -> None:
+        self.config = config
+        self.callbacks = list(callbacks)
+        self._shared = share_net(config, restored)
+        self.run_dir = make_run_dir(config)
+        self._pool: WorkerPool | None = None
+        self._run: Run | None = None
+        self._steps: TransitionSteps | GradientSteps | None = None
+        self._stop_reason: str | None = None
+        self._ended: str | None = None
+        self.ending = False
+        """True from the moment the run starts its ending (the CLI's second Ctrl-C leaves then)."""
+        self._seconds = 0.0
+        self._iterations = 0
+        self._env_task: Any = None
+
+    # the public calls
+    @property
+    def net(self) -> torch.nn.Module:
+        """The shared actor-critic net the children act with and the learner trains."""
+        return self._shared.net
+
+    def train(self, seconds: float | None = None, frames: int | None = None) -> dict[str, Any]:
+        """Train for one iteration: ``seconds`` of training, or ``frames`` env frames, else
+        ``report_interval`` seconds; the run may end sooner (solved, a budget, a stop).
+
+        Returns a flat dict: counters, ``episode_reward_mean`` (mean-100, None before the
+        first episode), rates, the iteration's mean loss terms, ``policy_lag``, ``seconds``,
+        ``done`` and ``reason`` (as in summary.json), ``eval/...`` after an evaluation.
+        """
+        self._start()
+        run = self._run
+        started, start_frames = time.monotonic(), run.counters.frames
+        if seconds is None and frames is None:
+            seconds = self.config.report_interval
+        iteration_end = None if seconds is None else started + seconds
+        step_means = _StepMeans()
+        reason, message = None, ""
+        try:
+            while reason is None:
+                reason = self._handle_next(step_means) or self._periodic(started) or self._stop_reason
+                if reason is None and ((iteration_end is not None and time.monotonic() >= iteration_end) or (
+                        frames is not None and run.counters.frames - start_frames >= frames)):
+                    break
+        except WorkerDied as exc:
+            reason = "worker_died"
+            message = f"{_describe_death(exc)}; no restarts left ({self.config.max_worker_restarts} allowed)"
+        except NonFiniteLoss as exc:
+            reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
+        except BaseException as exc:
+            self._seconds += time.monotonic() - started
+            self._end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
+            raise
+        iteration_seconds = time.monotonic() - started
+        self._seconds += iteration_seconds
+        self._iterations += 1
+        result = self._result(step_means, run.counters.frames - start_frames, iteration_seconds)
+        try:
+            if self.config.eval_every and self._iterations % self.config.eval_every == 0 and reason is None:
+                result.update(self.evaluate())
+            for callback in self.callbacks:
+                callback.on_train_result(self, result)
+        except BaseException as exc:
+            self._end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
+            raise
+        reason = reason or self._stop_reason
+        if reason is not None:
+            self._end(reason)
+            result.update(done=True, reason=reason, message=message)
+        return result
+
+    def evaluate(self, episodes: int | None = None) -> dict[str, float]:
+        """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
+        episodes = self.config.eval_episodes if episodes is None else episodes
+        env = make_env(self.config.env_id)
+        try:
+            played = [play_episode(env, self._act_greedily, self.config.seed + 10_000 + index, DEFAULT_MAX_STEPS)
+                      for index in range(episodes)]
+        finally:
+            env.close()
+        figures = {"eval/episode_reward_mean": float(np.mean([episode.reward for episode in played])),
+                   "eval/episode_length_mean": float(np.mean([episode.length for episode in played])),
+                   "eval/episodes": episodes}
+        for tag, value in figures.items():
+            self.log_scalar(tag, value)
+        return figures
+
+    def save(self, directory: str | Path | None = None) -> Path:
+        """Write ``checkpoint.pt`` (the CLI's format) in ``directory``, by default the run's;
+        its path. ``Trainer.restore(path)`` or ``run_a3c.py --resume path`` goes on from it."""
+        if directory is not None:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+        return self._save("checkpoint.pt", None if directory is None else Path(directory))
+
+    def compute_action(self, observation: np.ndarray, greedy: bool = False) -> int:
+        """The action for one raw env observation, in this process (no child involved)."""
+        return int(self.compute_actions(np.asarray(observation)[None], greedy)[0])
+
+    def compute_actions(self, observations: np.ndarray, greedy: bool = False) -> np.ndarray:
+        """Actions for a batch of raw env observations: sampled from the policy, or its
+        most probable ones with ``greedy``."""
+        return policy_actions(self.net, observations, greedy)
+
+    def log_scalar(self, tag: str, value: float) -> None:
+        """A scalar of the user's in the run's TensorBoard, at the current frame."""
+        run = self._learner_state()
+        run.writer.add_scalar(tag, value, run.counters.frames)
+
+    def request_stop(self, reason: str = "stopped") -> None:
+        """End the run at the next chance (within a second): children stopped, saved."""
+        self._stop_reason = self._stop_reason or reason
+
+    def set_env_task(self, task: Any) -> None:
+        """Give every env ``task`` through its ``set_task(task)``, to take effect at its next
+        reset: curriculum learning. Children started later (restarts) get it too."""
+        probe = make_env(self.config.env_id)
+        try:
+            if not hasattr(probe.unwrapped, "set_task"):
+                raise ValueError(f"{self.config.env_id} has no set_task(task) method")
+        finally:
+            probe.close()
+        self._env_task = task
+        if self._pool is not None:
+            self._pool.set_env_task(task)
+
+    def kill(self) -> None:
+        """SIGKILL every child now (the CLI's second Ctrl-C); no checkpoint is written."""
+        if self._pool is not None:
+            self._pool.kill()
+
+    def stop(self) -> None:
+        """Stop the children in order and close the writer; nothing is saved (``save()`` is).
+        Calling it again does nothing; the trainer can still act and save."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        if self._ended is None and self._run is not None:
+            self._ended = "stopped"
+        if self._run is not None:
+            self._run.writer.flush()
+
+    def __enter__(self) -> Trainer:  # noqa: PYI034 - Self needs Python 3.11
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+        if self._run is not None:
+            self._run.writer.close()
+
+    # the parts of an iteration
+    def _start(self) -> None:
+        """Children first (they take seconds to import and start), the learner meanwhile."""
+        if self._ended is not None:
+            raise RunEnded(f"the run has ended ({self._ended}); Trainer.restore(path) goes on from a checkpoint")
+        if self._pool is not None:
+            return
+        config, shared = self.config, self._shared
+        self._pool = WorkerPool(worker_main, (config, shared.net, shared.version_counter),
+                                config.processes, config.queue_capacity,
+                                config.seed + shared.transitions_done,
+                                slot_layout(config, shared.env_info, shared.net))
+        if self._env_task is not None:
+            self._pool.set_env_task(self._env_task)
+        self._pool.start()
+        run = self._learner_state()
+        if self._steps is None:
+            print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
+                  f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
+                  + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
+            if config.mode == "grads":
+                self._steps = GradientSteps(run.learner, config.grad_batch, config.max_policy_lag)
+            else:
+                self._steps = TransitionSteps(run.learner, config.batch_size)
+            self._progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
+            self._step_scalars = MeanTracker(run.writer)
+            self._load = LoadMeter(run.writer, run.run_dir / PROGRESS_FILE)
+            self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
+                              0.0, run.rewards.mean_reward)  # the zero point of the first rates
+            now = time.monotonic()
+            self._next_save, self._next_best_check = now + config.save_every, now + BEST_CHECK_SECONDS
+
+    def _learner_state(self) -> Run:
+        if self._run is None:
+            self._run = start_run(self.config, self._shared, self.run_dir)
+        return self._run
+
+    def _handle_next(self, step_means: _StepMeans) -> str | None:
+        """Take one message (or none within a second) and act on it; a reason to end, if any."""
+        run, config = self._run, self.config
+        waiting_since = time.monotonic()
+        try:
+            message = self._pool.get(timeout=GET_TIMEOUT_SECONDS)
+        except WorkerDied as died:
+            self._replace_worker(died)
+            return None
+        working_since = time.monotonic()
+        self._load.waited(working_since - waiting_since)
+        reason = None
+        if isinstance(message, WorkerCrashed):
+            print(f"traceback of worker {message.worker_id}'s earlier crash:\n"
+                  f"{message.traceback.rstrip()}", file=sys.stderr, flush=True)
+        elif isinstance(message, EpisodeEnded):
+            run.counters.episodes += 1
+            best_before = run.rewards.best_mean_reward
+            if run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames):
+                reason = "solved"
+            if run.rewards.best_mean_reward != best_before:
+                run.offer_best(force=reason == "solved")
+            for callback in self.callbacks:
+                callback.on_episode_end(self, message.episode)
+        elif isinstance(message, (Transitions, Gradients)):
+            transitions = len(message.batch) if isinstance(message, Transitions) else message.transitions
+            run.counters.transitions += transitions
+            run.counters.frames += transitions * run.env_info.frames_per_step
+            for stats in self._steps.consume(message):
+                self._log_step(stats)
+                step_means.add(stats)
+                self._load.trained(stats.policy_lag, stats.policy_entropy)
+            if config.max_frames is not None and run.counters.frames >= config.max_frames:
+                reason = "frame_budget"
+        self._load.worked(time.monotonic() - working_since)
+        return reason
+
+    def _periodic(self, iteration_started: float) -> str | None:
+        """Checkpoints, best.pt, the progress line and load figures when due; the time budget."""
+        run, config, now = self._run, self.config, time.monotonic()
+        if config.max_seconds is not None and self._seconds + now - iteration_started >= config.max_seconds:
+            return "time_budget"
+        if now >= self._next_save:
+            self._save("checkpoint.pt")
+            self._next_save = now + config.save_every
+        if now >= self._next_best_check:
+            self._next_best_check = now + BEST_CHECK_SECONDS
+            self._save_best()
+        if self._progress.maybe_report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward):
+            self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
+                              self._pool.child_wait_seconds(), run.rewards.mean_reward)
+            self._roll_back_if_locked()
+            if isinstance(self._steps, GradientSteps):
+                run.writer.add_scalar("train/dropped_gradients", self._steps.dropped, run.counters.frames)
+        return None
+
+    def _roll_back_if_locked(self) -> None:
+        """A policy locked into one action after a collapse gets the best weights back."""
+        run, rewards = self._run, self._run.rewards
+        entropy = self._load.last_rates.get("policy_entropy")
+        if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
+                entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
+                rewards.worst_mean_reward)):
+            return
+        frame = run.roll_back()
+        print(f"the policy locked into one action (entropy {entropy:.4f} nats, mean-100 "
+              f"{rewards.mean_reward:.2f}, best {rewards.best_mean_reward:.2f}): weights and "
+              f"optimizer put back to those of frame {frame:,} ({run.counters.rollbacks} so far)",
+              file=sys.stderr, flush=True)
+        run.writer.add_scalar("train/rollbacks", run.counters.rollbacks, run.counters.frames)
+
+    def _end(self, reason: str) -> None:
+        """The run's ending: children stopped in order, checkpoint.pt (not after a non-finite
+        loss, which keeps the last good one) and best.pt, summary.json."""
+        self.ending = True
+        self._ended = reason
+        if reason in ("interrupted", "terminated"):
+            print(f"{reason}: stopping the children and saving the checkpoint "
+                  "(a second Ctrl-C or SIGTERM leaves at once, without it)", flush=True)
+        try:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        finally:
+            run = self._run
+            if reason != "non_finite":
+                self._save("checkpoint.pt")
+                self._save_best()
+            run.write_summary(reason, self._seconds)
+            run.writer.flush()
+
+    def _save(self, name: str, directory: Path | None = None) -> Path:
+        path = self._learner_state().save(name, directory)
+        for callback in self.callbacks:
+            callback.on_checkpoint(self, path)
+        return path
+
+    def _save_best(self) -> None:
+        path = self._run.save_best()
+        if path is not None:
+            for callback in self.callbacks:
+                callback.on_checkpoint(self, path)
+
+    def _replace_worker(self, died: WorkerDied) -> None:
+        """Restart the dead child while the budget lasts; past it, let WorkerDied end the run."""
+        run = self._run
+        if run.counters.worker_restarts >= self.config.max_worker_restarts:
+            raise died
+        run.counters.worker_restarts += 1
+        print(f"{_describe_death(died)}; restarting it "
+              f"({run.counters.worker_restarts} of {self.config.max_worker_restarts} restarts)",
+              file=sys.stderr, flush=True)
+        self._pool.restart(died.worker_id)
+        run.writer.add_scalar("workers/restarts", run.counters.worker_restarts, run.counters.frames)
+
+    def _log_step(self, stats: StepStats) -> None:
+        """Every step's scalars as means of 10 steps; a sampled step's diagnostics as they are."""
+        frame = self._run.counters.frames
+        for name, value in dataclasses.asdict(stats).items():
+            if value is None or name == "diagnostics":
+                continue
+            group = "loss" if name.startswith("loss_") else "train"
+            self._step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
+        for name, value in (stats.diagnostics or {}).items():
+            self._run.writer.add_scalar(f"diagnostics/{name}", value, frame)
+
+    def _act_greedily(self, observation: np.ndarray) -> int:
+        return self.compute_action(observation, greedy=True)
+
+    def _result(self, step_means: _StepMeans, frames: int, seconds: float) -> dict[str, Any]:
+        run = self._run
+        return {
+            **dataclasses.asdict(run.counters),
+            "episode_reward_mean": run.rewards.mean_reward,
+            "episode_reward_best": run.rewards.best_mean_reward,
+            "frames_per_second": frames / seconds if seconds > 0 else 0.0,
+            "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
+            "policy_version": run.learner.policy_version,
+            **step_means.means(),
+            "iteration": self._iterations,
+            "iteration_seconds": seconds,
+            "seconds": self._seconds,
+            "done": False,
+            "reason": None,
+            "run_dir": str(run.run_dir),
+        }
+
+
+class _StepMeans:
+    """The mean of each step's loss terms and lag over one iteration (None without a step)."""
+
+    NAMES = ("loss_total", "loss_policy", "loss_value", "loss_entropy", "policy_entropy",
+             "advantage", "values", "grad_norm", "policy_lag")
+
+    def __init__(self) -> None:
+        self.sums = dict.fromkeys(self.NAMES, 0.0)
+        self.counts = dict.fromkeys(self.NAMES, 0)
+
+    def add(self, stats: StepStats) -> None:
+        for name in self.NAMES:
+            value = getattr(stats, name)
+            if value is not None:
+                self.sums[name] += value
+                self.counts[name] += 1
+
+    def means(self) -> dict[str, float | None]:
+        return {name: self.sums[name] / self.counts[name] if self.counts[name] else None
+                for name in self.NAMES}
+
+
+def exit_code(reason: str) -> int:
+    """The CLI's exit code for a run that ended with ``reason``."""
+    return EXIT_CODES.get(reason, 1)
+
+
+def _describe_death(died: WorkerDied) -> str:
+    text = str(died)
+    if died.child_traceback:
+        text += "\n" + died.child_traceback.rstrip()
+    return text

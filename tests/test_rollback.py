@@ -1,0 +1,99 @@
+"""A policy locked into one action after a collapse gets back the state of its best
+mean-100: when that counts as locked, what the copy holds, and the trainer's wiring."""
+import math
+
+import pytest
+import torch
+
+import a3c.trainer
+from a3c import Trainer
+from a3c.checkpoint import load_checkpoint
+from a3c.rollback import BestState, policy_locked
+from a3c.run import make_run_dir, share_net, start_run
+from tests.helpers import scalars, toy_config
+
+LN2 = math.log(2)
+
+
+@pytest.mark.parametrize("entropy, n_actions, mean, best, worst, locked", [
+    (0.0, 2, 9.3, 500.0, 20.0, True),  # CartPole locked after solving
+    (0.3, 2, 9.3, 500.0, 20.0, False),  # a collapse the policy can still climb out of
+    (0.0, 2, 400.0, 500.0, 20.0, False),  # deterministic and still good
+    (0.0, 2, 261.0, 500.0, 20.0, False),  # not yet half-way down from the best
+    (0.0, 2, 259.0, 500.0, 20.0, True),
+    (0.01 * LN2 * 1.01, 2, 9.3, 500.0, 20.0, False),  # just above the floor
+    (0.01, 6, -21.0, 18.0, -20.5, True),  # Pong: 0.01 < 1% of ln 6
+    (0.0, 6, 17.0, 18.0, -21.0, False),
+    (None, 2, 9.3, 500.0, 20.0, False),  # no step in the interval
+    (0.0, 2, 9.3, None, None, False),  # no full window yet
+    (0.0, 2, 9.3, 20.0, 20.0, False),  # one level so far: nothing to fall from
+])
+def test_locked_means_saturated_and_fallen_half_way_from_best_to_worst(
+        entropy, n_actions, mean, best, worst, locked):
+    assert policy_locked(entropy, n_actions, mean, best, worst) is locked
+
+
+def test_best_state_copies_at_most_once_per_interval_unless_forced():
+    weights = torch.zeros(3)
+    best = BestState(min_seconds=1.0)
+    assert best.offer({"model": {"w": weights}}, now=10.0)
+    weights += 1.0  # the live tensor moves on; the copy does not
+    assert not best.offer({"model": {"w": weights}}, now=10.5)
+    assert torch.equal(best.state["model"]["w"], torch.zeros(3)) and not best.written
+    assert best.offer({"model": {"w": weights}}, now=10.6, force=True)
+    assert torch.equal(best.state["model"]["w"], torch.ones(3))
+    assert best.offer({"model": {"w": weights * 2}}, now=11.7)
+
+
+def test_roll_back_puts_back_weights_and_optimizer_and_best_pt_holds_the_copy(tmp_path):
+    config = toy_config(logdir=str(tmp_path))
+    run = start_run(config, share_net(config), make_run_dir(config))
+    parameter = next(run.learner.net.parameters())
+
+    def adam_step(gradient: float) -> None:
+        for each in run.learner.net.parameters():
+            each.grad = torch.full_like(each, gradient)
+        run.learner.optimizer.step()
+
+    adam_step(1.0)
+    run.counters.frames = 1_000
+    run.offer_best()
+    kept, kept_moment = parameter.detach().clone(), run.learner.optimizer.state[parameter]["exp_avg"].clone()
+    adam_step(-5.0)  # the collapse moves weights and moments
+    run.counters.frames = 5_000
+    assert not torch.equal(parameter.detach(), kept)
+    assert run.roll_back() == 1_000
+    assert torch.equal(parameter.detach(), kept) and run.counters.rollbacks == 1
+    assert torch.equal(run.learner.optimizer.state[parameter]["exp_avg"], kept_moment)
+    assert run.counters.frames == 5_000  # the run's counters go on
+    path = run.save_best()
+    assert path.name == "best.pt" and run.save_best() is None  # written once per copy
+    assert torch.equal(next(iter(load_checkpoint(path)["model"].values())), kept)
+    run.writer.close()
+
+
+def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def locked_once(*figures):
+        calls.append(figures)
+        return len(calls) == 1
+
+    monkeypatch.setattr(a3c.trainer, "policy_locked", locked_once)
+    with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
+                 stop_reward=1e9) as trainer:
+        while len(calls) < 2:
+            result = trainer.train(seconds=0.5)
+    entropy, n_actions, mean, best, worst = calls[0]
+    assert 0.0 < entropy <= LN2 and n_actions == 2 and mean == best == worst == 15.0
+    assert "weights and optimizer put back" in capsys.readouterr().err
+    assert result["rollbacks"] == 1  # once: the second check found the policy well
+    assert [point.value for point in scalars(next(tmp_path.iterdir())).Scalars("train/rollbacks")] == [1]
+
+
+def test_no_rollback_when_switched_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(a3c.trainer, "policy_locked", lambda *figures: True)
+    with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
+                 stop_reward=1e9, collapse_rollback=False) as trainer:
+        results = [trainer.train(seconds=0.5) for _ in range(3)]
+    assert results[-1]["rollbacks"] == 0
