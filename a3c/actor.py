@@ -34,6 +34,9 @@ class VectorActor:
     V(last state) for the transitions that end on these observations, so the learner needs
     no second forward pass and last states never travel between processes. ``bf16`` runs it
     under bfloat16 autocast (``evaluate``); ``clip_rewards`` trains on the rewards' signs.
+    An off-policy learner gives ``choose_actions`` (epsilon-greedy on Q-values instead of
+    sampling the policy) and ``send_last_states``: it bootstraps from the last states with
+    its own networks at training time, so the actor's values are not sent.
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -42,8 +45,12 @@ class VectorActor:
 
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
-                 clip_rewards: bool = False):
+                 clip_rewards: bool = False,
+                 choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
+                 send_last_states: bool = False):
         self.net = net
+        self.choose_actions = choose_actions
+        self.send_last_states = send_last_states
         self.policy_version = policy_version
         self.bf16 = bf16
         self.device = next(net.parameters()).device
@@ -60,16 +67,19 @@ class VectorActor:
     def step(self) -> ActorStep:
         """Act on the last observations with the logits already computed for them, step the
         envs, and evaluate what came back."""
-        actions = sample_actions(self._logits).cpu().numpy()
+        actions = self.choose_actions(self._logits).cpu().numpy()
         policy_version = self._logits_policy_version
         next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
         self._logits_policy_version = self.policy_version()
         self._logits, next_values = self._evaluate(next_observations)
+        if self.send_last_states:  # an off-policy learner bootstraps from them with its own nets
+            next_values, final_values = None, None
+        else:
+            next_values = next_values.cpu().numpy()
+            final_values = None if self.accumulator.next_step_reset else self._final_values(truncated, infos)
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
-            next_values=next_values.cpu().numpy(),
-            final_values=None if self.accumulator.next_step_reset else self._final_values(truncated, infos),
-            policy_version=policy_version,
+            next_values=next_values, final_values=final_values, policy_version=policy_version,
         )
         self._observations = next_observations
         return ActorStep(batch, episodes)

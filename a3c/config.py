@@ -103,6 +103,21 @@ def vector_preset(cores: int) -> Preset:
                   value_weight=1.0, lr_warmup=0, heads="separate")
 
 
+def dqn_vector_preset(cores: int) -> Preset:
+    """Q-learning on vector observations (``--algo dqn``): batch 64, 3-step returns, Adam at
+    lr 5e-4, clip 10; the layout from ``cores``. The A3C-only settings keep their values.
+    A first sweep, not yet a tuning (docs/dqn.md)."""
+    return dataclasses.replace(vector_preset(cores), batch_size=64, reward_steps=3, lr=5e-4,
+                               clip_grad=10.0, adam_eps=1e-8, entropy_beta=0.0)
+
+
+def dqn_atari_preset(cores: int) -> Preset:
+    """Q-learning on Atari frames: batch 32, 3-step returns, Adam at lr 1e-4 eps 1.5e-4
+    (Rainbow's), clip 10; the layout from ``cores``."""
+    return dataclasses.replace(reference_preset(cores), batch_size=32, reward_steps=3, lr=1e-4,
+                               clip_grad=10.0, adam_eps=1.5e-4, entropy_beta=0.0)
+
+
 def grads_layout(preset: Preset, cores: int, atari: bool) -> Preset:
     """In grads mode the children also train and the learner only sums and steps, so the
     children get every core. Atari keeps the data-mode envs in total; vector envs are halved,
@@ -119,6 +134,7 @@ REFERENCE_PRESET = reference_preset(CORES)
 PRESETS = ("default", "reference")
 ATARI_STOP_REWARDS = {"Pong": 18.0}
 MODES = ("data", "grads")
+ALGOS = ("a3c", "dqn")
 
 
 @dataclass(frozen=True)
@@ -149,8 +165,10 @@ class Config(Preset):
                              "two per child at least)", 0, at_least=0)
     max_worker_restarts: int = option("dead children replaced over the run before it stops", 3,
                                       at_least=0)
+    algo: str = option("a3c: the actor-critic; dqn: Ape-X-style Q-learning from a replay buffer "
+                       "the children fill, acting epsilon-greedy", "a3c", choices=ALGOS)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
-                       "their own batches and send those", "data", choices=MODES)
+                       "their own batches and send those (A3C only)", "data", choices=MODES)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
@@ -165,6 +183,30 @@ class Config(Preset):
                              at_least=0)
     eval_episodes: int = option("episodes per evaluation", 5, at_least=1)
     resume: str | None = option("checkpoint.pt of a run to continue", None)
+    replay_size: int = option("dqn: transitions the replay buffer holds", 100_000, at_least=1)
+    replay_ratio: float = option("dqn: transitions sampled per transition received; the learner "
+                                 "waits for data above it, the children for the learner below", 8.0,
+                                 above=0.0)
+    learning_starts: int = option("dqn: transitions stored before the first step", 1_000, at_least=1)
+    target_sync: int = option("dqn: optimizer steps between hard copies of the net to the target "
+                              "net", 250, at_least=1)
+    tau: float = option("dqn: Polyak weight of the target net's update every step instead of hard "
+                        "copies (0: hard copies)", 0.0, at_least=0.0, at_most=1.0)
+    dueling: bool = option("dqn: a dueling head, V(s) + A(s, a) - mean A", True)
+    double: bool = option("dqn: Double-DQN targets (the online net chooses, the target net "
+                          "evaluates)", True)
+    prioritized: bool = option("dqn: prioritized replay by TD error (else uniform)", True)
+    priority_alpha: float = option("dqn: priority exponent alpha", 0.6, at_least=0.0)
+    priority_beta: float = option("dqn: importance-sampling exponent beta at the start, annealed "
+                                  "to 1", 0.4, at_least=0.0, at_most=1.0)
+    beta_steps: int = option("dqn: optimizer steps over which beta rises to 1", 20_000, at_least=1)
+    epsilon_base: float = option("dqn: the most exploring env's epsilon; env i of N explores with "
+                                 "base ** (1 + alpha * i / (N - 1)) (Ape-X)", 0.4, above=0.0,
+                                 at_most=1.0)
+    save_replay: bool = option("dqn: keep the replay buffer in checkpoints (replay_size x 2 "
+                               "observations); without it a resumed run refills it first", False)
+    epsilon_alpha: float = option("dqn: how fast the envs' epsilons fall from the first to the "
+                                  "last", 7.0, at_least=0.0)
 
     @property
     def queue_capacity(self) -> int:
@@ -295,7 +337,9 @@ def make_config(**settings: Any) -> Config:
 
 def _family_values(values: dict[str, Any], env_info: EnvInfo) -> dict[str, Any]:
     """What the env's family (and ``--preset``, ``--mode``) gives every family setting."""
-    if values["preset"] == "reference":
+    if values["algo"] == "dqn":
+        preset = dqn_atari_preset(CORES) if env_info.atari else dqn_vector_preset(CORES)
+    elif values["preset"] == "reference":
         preset = REFERENCE_PRESET
     else:
         preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
@@ -344,7 +388,11 @@ def validate(config: Config, env_info: EnvInfo) -> None:
             raise ConfigError(f"{name} must be > {meta['above']:g}, got {value}")
     if config.name.strip() == "":
         raise ConfigError("--name must not be empty")
-    if config.heads == "shared" and not env_info.atari:
+    if config.algo == "dqn" and config.mode == "grads":
+        raise ConfigError("--mode grads is for A3C; --algo dqn learns from a replay buffer in data mode")
+    if config.algo == "dqn":
+        _check_replay_fits(config, env_info)
+    if config.heads == "shared" and not env_info.atari and config.algo == "a3c":
         raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
     if config.cuda:
         import torch
@@ -353,6 +401,25 @@ def validate(config: Config, env_info: EnvInfo) -> None:
             raise ConfigError("--cuda given but CUDA is not available on this machine")
     if not is_writable_dir(config.logdir):
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
+
+
+def replay_bytes(config: Config, env_info: EnvInfo) -> int:
+    """Memory the replay buffer takes: each transition keeps its first and last observation."""
+    import numpy as np
+
+    observation = int(np.prod(env_info.observation_shape)) * np.dtype(env_info.observation_dtype).itemsize
+    return config.replay_size * (2 * observation + 32)
+
+
+def _check_replay_fits(config: Config, env_info: EnvInfo) -> None:
+    needed = replay_bytes(config, env_info)
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not a system that says: do not guess
+        return
+    if needed > available:
+        raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
+                          f"memory and {available / 2**30:.1f} GiB are free")
 
 
 def is_writable_dir(path: str) -> bool:

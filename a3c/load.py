@@ -43,12 +43,14 @@ class LoadMeter:
     def worked(self, seconds: float) -> None:
         self.learner_busy_seconds += seconds
 
-    def trained(self, policy_lag: float | None, policy_entropy: float) -> None:
+    def trained(self, policy_lag: float | None, policy_entropy: float | None) -> None:
+        """One step's lag and its policy's entropy (None for a Q-learner, which has none)."""
         if policy_lag is not None:
             self.lag_sum += policy_lag
             self.lag_batches += 1
-        self.entropy_sum += policy_entropy
-        self.entropy_batches += 1
+        if policy_entropy is not None:
+            self.entropy_sum += policy_entropy
+            self.entropy_batches += 1
 
     def record(self, frame: int, transitions: int, policy_version: int,
                child_wait_seconds: float, mean_reward: float | None) -> dict:

@@ -21,6 +21,7 @@ from torch import nn
 
 from a3c.checkpoint import CheckpointError, load_checkpoint
 from a3c.config import is_writable_dir
+from lib.dqn import build_q_net, is_q_net
 from lib.envs import EnvError, describe_env, make_env
 from lib.models import build_net, evaluate, greedy_actions, sample_actions
 
@@ -60,8 +61,10 @@ def load_policy(path: str) -> tuple[str, nn.Module]:
     try:
         state = load_checkpoint(path)
         env_id = state["config"]["env_id"]
-        # checkpoints from before the heads setting hold the reference net
-        net = build_net(describe_env(env_id), state["config"].get("heads", "separate"))
+        if state["config"].get("algo") == "dqn":
+            net = build_q_net(describe_env(env_id), state["config"].get("dueling", True))
+        else:  # checkpoints from before the heads setting hold the reference net
+            net = build_net(describe_env(env_id), state["config"].get("heads", "separate"))
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
@@ -87,10 +90,12 @@ def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
 
 
 def policy_actions(net: nn.Module, observations: np.ndarray, greedy: bool) -> np.ndarray:
-    """The actions ``net`` takes on a batch of raw env observations, on the net's device."""
+    """The actions ``net`` takes on a batch of raw env observations, on the net's device:
+    sampled from the policy or its most probable ones; a Q-network's greedy ones always."""
     device = next(net.parameters()).device
     logits, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
-    return (greedy_actions if greedy else sample_actions)(logits).cpu().numpy()
+    choose = greedy_actions if greedy or is_q_net(net) else sample_actions
+    return choose(logits).cpu().numpy()
 
 
 def act_once(net: nn.Module, observation: np.ndarray, greedy: bool) -> int:

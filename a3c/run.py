@@ -15,12 +15,15 @@ from tensorboardX import SummaryWriter
 from a3c.channel import SlotLayout
 from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
 from a3c.config import Config, ConfigError
+from a3c.dqn_learner import QLearner
 from a3c.learner import Learner, new_version_counter
 from a3c.rollback import BestState
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
+from lib.dqn import build_q_net
 from lib.envs import EnvInfo, describe_env
 from lib.models import build_net
+from lib.replay import ReplayBuffer
 from lib.trackers import RewardTracker
 
 EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0,
@@ -46,16 +49,22 @@ class Run:
     """The learner-side state of one run: what a checkpoint saves and resume restores."""
 
     config: Config
-    learner: Learner
+    learner: Learner | QLearner
     rewards: RewardTracker
     counters: Counters
     run_dir: Path
     writer: SummaryWriter
     env_info: EnvInfo
     best_state: BestState = dataclasses.field(default_factory=BestState)
+    replay: ReplayBuffer | None = None
+    """DQN's replay buffer, saved in checkpoints with ``--save-replay``."""
 
-    def checkpoint_state(self) -> dict:
+    def checkpoint_state(self, with_replay: bool = True) -> dict:
+        target = getattr(self.learner, "target_net", None)
+        keep_replay = with_replay and self.replay is not None and self.config.save_replay
         return {
+            **({"replay": self.replay.state_dict()} if keep_replay else {}),
+            **({} if target is None else {"target_model": target.state_dict()}),
             "model": self.learner.net.state_dict(),
             "optimizer": self.learner.optimizer.state_dict(),
             "counters": dataclasses.asdict(self.counters),
@@ -73,7 +82,7 @@ class Run:
 
     def offer_best(self, force: bool = False) -> None:
         """The best mean-100 just rose: keep a copy of the state that earned it."""
-        self.best_state.offer(self.checkpoint_state(), force=force)
+        self.best_state.offer(self.checkpoint_state(with_replay=False), force=force)
 
     def save_best(self) -> Path | None:
         """Write ``best.pt`` from the copy taken when the best mean-100 rose, if newer."""
@@ -145,7 +154,7 @@ def share_net(config: Config, restored: dict | None = None) -> SharedNet:
     flush_denormals()  # before the net's first forward pass starts torch's threads
     device = torch.device(config.device)
     env_info = describe_env(config.env_id)
-    net = build_net(env_info, config.heads).to(device)
+    net = make_net(config, env_info).to(device)
     version_counter = new_version_counter()
     if config.resume is not None:
         if restored is None:
@@ -159,6 +168,13 @@ def share_net(config: Config, restored: dict | None = None) -> SharedNet:
         torch.set_rng_state(restored["torch_rng"])
     net.share_memory()
     return SharedNet(net, version_counter, env_info, restored)
+
+
+def make_net(config: Config, env_info: EnvInfo) -> torch.nn.Module:
+    """The actor-critic for A3C, the Q-network for DQN."""
+    if config.algo == "dqn":
+        return build_q_net(env_info, config.dueling)
+    return build_net(env_info, config.heads)
 
 
 def make_run_dir(config: Config) -> Path:
@@ -177,12 +193,19 @@ def make_run_dir(config: Config) -> Path:
 
 def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
     """The learner-side state around the shared net: optimizer, counters, writer."""
-    learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
-                      torch.device(config.device), shared.version_counter, lr_warmup=config.lr_warmup)
+    device = torch.device(config.device)
+    if config.algo == "dqn":
+        learner = QLearner(shared.net, config.lr, config.adam_eps, config.clip_grad, config.gamma, device,
+                           shared.version_counter, config.double, config.target_sync, config.tau)
+    else:
+        learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
+                          device, shared.version_counter, lr_warmup=config.lr_warmup)
     counters, recent_rewards, best = Counters(), [], None
     if shared.restored is not None:
         state = shared.restored
         learner.optimizer.load_state_dict(state["optimizer"])
+        if "target_model" in state and isinstance(learner, QLearner):
+            learner.target_net.load_state_dict(state["target_model"])
         counters = Counters(**{**state["counters"], "worker_restarts": 0})
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
     writer = SummaryWriter(str(run_dir))

@@ -22,10 +22,6 @@ from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, value_type
 
-SUMMARY_KEYS = ("frames", "transitions", "episodes", "episode_reward_mean", "episode_reward_best",
-                "frames_per_second", "loss_total", "loss_policy", "loss_value", "policy_entropy",
-                "policy_lag", "seconds", "iteration")
-
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     """``["lr=1e-3,3e-3", "entropy_beta=0,0.01"]`` to ``{"lr": [0.001, 0.003], ...}``, each
@@ -76,8 +72,9 @@ def trial(config: dict[str, Any]) -> None:
     with Trainer(**config["trial"]) as trainer:
         while True:
             result = trainer.train()
-            tune.report({**{key: result[key] for key in SUMMARY_KEYS if result[key] is not None},
-                         "done": result["done"], "solved": result["reason"] == "solved"})
+            figures = {key: value for key, value in result.items()
+                       if isinstance(value, (int, float)) and not isinstance(value, bool)}
+            tune.report({**figures, "done": result["done"], "solved": result["reason"] == "solved"})
             if result["done"]:
                 return
 
@@ -135,19 +132,28 @@ def summarize(rows: list[dict[str, Any]], grid_names: Sequence[str]) -> list[dic
             "config": name, "seeds": len(trials), "solved": len(solved),
             "median_seconds": statistics.median(t["seconds"] for t in solved) if solved else None,
             "median_frames": statistics.median(t["frames"] for t in solved) if solved else None,
+            "median_best": _median([t.get("episode_reward_best") for t in trials]),
             "errors": sum(trial["error"] is not None for trial in trials),
         })
     return sorted(lines, key=lambda line: (-line["solved"], line["median_seconds"] or float("inf")))
 
 
+def _median(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known else None
+
+
 def format_table(lines: list[dict[str, Any]]) -> str:
-    rows = ["| config | seeds solved | median seconds to solve | median frames to solve |",
-            "|---|---|---|---|"]
+    header = ("| config | seeds solved | median seconds to solve | median frames to solve "
+              "| median best mean-100 |")
+    rows = [header, "|---|---|---|---|---|"]
     for line in lines:
         seconds = "-" if line["median_seconds"] is None else f"{line['median_seconds']:.1f}"
         frames = "-" if line["median_frames"] is None else f"{line['median_frames']:,.0f}"
+        best = "-" if line.get("median_best") is None else f"{line['median_best']:.1f}"
         failed = f" ({line['errors']} failed)" if line["errors"] else ""
-        rows.append(f"| {line['config']} | {line['solved']} of {line['seeds']}{failed} | {seconds} | {frames} |")
+        rows.append(f"| {line['config']} | {line['solved']} of {line['seeds']}{failed} | {seconds} | "
+                    f"{frames} | {best} |")
     return "\n".join(rows)
 
 

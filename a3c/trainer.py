@@ -28,6 +28,7 @@ import torch
 
 from a3c.callbacks import Callback
 from a3c.config import KEYWORDS, SETTINGS, Config, ConfigError, keyword, make_config
+from a3c.dqn_learner import QStepStats, ReplaySteps
 from a3c.learner import GradientSteps, NonFiniteLoss, StepStats, TransitionSteps
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
@@ -44,7 +45,9 @@ from a3c.run import (
     start_run,
 )
 from a3c.worker import worker_main
+from lib.dqn import actor_epsilons
 from lib.envs import make_env
+from lib.replay import ReplayBuffer
 from lib.trackers import MeanTracker, ProgressReporter
 
 GET_TIMEOUT_SECONDS = 1.0
@@ -126,7 +129,7 @@ class Trainer:
         if seconds is None and frames is None:
             seconds = self.config.report_interval
         iteration_end = None if seconds is None else started + seconds
-        step_means = _StepMeans()
+        step_means = _StepMeans(QStepStats if self.config.algo == "dqn" else StepStats)
         reason, message = None, ""
         try:
             while reason is None:
@@ -259,7 +262,16 @@ class Trainer:
             print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
                   f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
-            if config.mode == "grads":
+            if config.algo == "dqn":
+                replay = self._replay(run)
+                epsilons = actor_epsilons(config.processes * config.envs_per_process,
+                                          config.epsilon_base, config.epsilon_alpha)
+                for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
+                    run.writer.add_scalar(f"train/epsilon_{name}", float(value), run.counters.frames)
+                self._steps = ReplaySteps(run.learner, replay, config.batch_size, config.replay_ratio,
+                                          config.learning_starts, config.priority_beta, config.beta_steps,
+                                          config.seed)
+            elif config.mode == "grads":
                 self._steps = GradientSteps(run.learner, config.grad_batch, config.max_policy_lag)
             else:
                 self._steps = TransitionSteps(run.learner, config.batch_size)
@@ -270,6 +282,21 @@ class Trainer:
                               0.0, run.rewards.mean_reward)  # the zero point of the first rates
             now = time.monotonic()
             self._next_save, self._next_best_check = now + config.save_every, now + BEST_CHECK_SECONDS
+
+    def _replay(self, run: Run) -> ReplayBuffer:
+        """DQN's replay buffer: the checkpoint's when it holds one, else an empty one (and a
+        resumed run says it refills)."""
+        config = self.config
+        run.replay = ReplayBuffer(config.replay_size, run.env_info.observation_shape,
+                                  run.env_info.observation_dtype, config.priority_alpha, config.prioritized)
+        restored = self._shared.restored
+        if restored is not None and "replay" in restored:
+            run.replay.load_state_dict(restored["replay"])
+            print(f"replay buffer restored: {len(run.replay):,} transitions", flush=True)
+        elif restored is not None:
+            print(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
+                  f"learning waits for {config.learning_starts:,} transitions", flush=True)
+        return run.replay
 
     def _learner_state(self) -> Run:
         if self._run is None:
@@ -307,7 +334,7 @@ class Trainer:
             for stats in self._steps.consume(message):
                 self._log_step(stats)
                 step_means.add(stats)
-                self._load.trained(stats.policy_lag, stats.policy_entropy)
+                self._load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))
             if config.max_frames is not None and run.counters.frames >= config.max_frames:
                 reason = "frame_budget"
         self._load.worked(time.monotonic() - working_since)
@@ -399,7 +426,7 @@ class Trainer:
                 continue
             group = "loss" if name.startswith("loss_") else "train"
             self._step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
-        for name, value in (stats.diagnostics or {}).items():
+        for name, value in (getattr(stats, "diagnostics", None) or {}).items():
             self._run.writer.add_scalar(f"diagnostics/{name}", value, frame)
 
     def _act_greedily(self, observation: np.ndarray) -> int:
@@ -425,17 +452,16 @@ class Trainer:
 
 
 class _StepMeans:
-    """The mean of each step's loss terms and lag over one iteration (None without a step)."""
+    """The mean of each of a step's figures (loss terms, lag, ...) over one iteration; None
+    for a figure no step of the iteration had."""
 
-    NAMES = ("loss_total", "loss_policy", "loss_value", "loss_entropy", "policy_entropy",
-             "advantage", "values", "grad_norm", "policy_lag")
+    def __init__(self, kind: type) -> None:
+        names = [field.name for field in dataclasses.fields(kind) if field.name != "diagnostics"]
+        self.sums = dict.fromkeys(names, 0.0)
+        self.counts = dict.fromkeys(names, 0)
 
-    def __init__(self) -> None:
-        self.sums = dict.fromkeys(self.NAMES, 0.0)
-        self.counts = dict.fromkeys(self.NAMES, 0)
-
-    def add(self, stats: StepStats) -> None:
-        for name in self.NAMES:
+    def add(self, stats: StepStats | QStepStats) -> None:
+        for name in self.sums:
             value = getattr(stats, name)
             if value is not None:
                 self.sums[name] += value
@@ -443,7 +469,7 @@ class _StepMeans:
 
     def means(self) -> dict[str, float | None]:
         return {name: self.sums[name] / self.counts[name] if self.counts[name] else None
-                for name in self.NAMES}
+                for name in self.sums}
 
 
 def exit_code(reason: str) -> int:

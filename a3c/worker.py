@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import traceback
+from functools import partial
 
 import torch
 from torch import nn
@@ -18,6 +19,7 @@ from a3c.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.batch import TransitionBuffer
 from lib.denormals import flush_denormals
+from lib.dqn import actor_epsilons, epsilon_greedy
 from lib.experience import TransitionBatch
 from lib.gradients import flat_gradients, loss_gradients
 
@@ -94,6 +96,18 @@ class GradientSender:
         return True
 
 
+def off_policy_acting(config: Config, worker_id: int) -> dict:
+    """For ``--algo dqn``: epsilon-greedy on the Q-values, this child's envs taking their
+    share of the Ape-X epsilons of all envs, and last states sent for the learner's targets."""
+    if config.algo != "dqn":
+        return {}
+    envs = config.envs_per_process
+    epsilons = actor_epsilons(config.processes * envs, config.epsilon_base, config.epsilon_alpha)
+    mine = torch.as_tensor(epsilons[worker_id * envs:(worker_id + 1) * envs], dtype=torch.float32)
+    return {"choose_actions": partial(epsilon_greedy, epsilons=mine.to(config.device)),
+            "send_last_states": True}
+
+
 def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, channel: ChildChannel,
             seed: int) -> None:
     """Act and send the transitions (or their gradients) and finished episodes until told
@@ -106,7 +120,7 @@ def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, chann
         sender = TransitionSender(net, version_counter, channel)
     actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
                         sender.acting_net, sender.policy_version, seed, config.bf16,
-                        config.clip_rewards)
+                        config.clip_rewards, **off_policy_acting(config, channel.worker_id))
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
             task = channel.poll_task()

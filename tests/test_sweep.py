@@ -34,7 +34,7 @@ def test_bad_grid_items_are_one_clear_error(item, named):
 def test_the_table_puts_most_seeds_solved_first_then_the_fastest_median():
     def trial(lr, seed, solved, seconds, frames):
         return {"settings": {"lr": lr, "seed": seed}, "solved": solved, "seconds": seconds,
-                "frames": frames, "error": None}
+                "frames": frames, "episode_reward_best": 400.0 + seed, "error": None}
 
     rows = [trial(0.001, 0, True, 10.0, 100), trial(0.001, 1, False, 30.0, 900),
             trial(0.003, 0, True, 8.0, 80), trial(0.003, 1, True, 12.0, 120), trial(0.003, 2, True, 4.0, 60),
@@ -43,7 +43,7 @@ def test_the_table_puts_most_seeds_solved_first_then_the_fastest_median():
     assert [(line["config"], line["solved"], line["median_seconds"], line["median_frames"]) for line in lines] == [
         ("lr=0.003", 3, 8.0, 80), ("lr=0.01", 1, 2.0, 20), ("lr=0.001", 1, 10.0, 100)]
     table = format_table(lines).splitlines()
-    assert table[2] == "| lr=0.003 | 3 of 3 | 8.0 | 80 |"
+    assert table[2] == "| lr=0.003 | 3 of 3 | 8.0 | 80 | 401.0 |"
 
 
 def test_bad_sweep_input_exits_2_before_ray_starts(capsys):

@@ -1,0 +1,164 @@
+"""The off-policy learner (``--algo dqn``, Ape-X style): children act epsilon-greedy with
+the shared Q-network and send n-step transitions; the learner keeps them in a replay
+buffer and trains on samples of it with Double-DQN targets from a target network.
+
+``ReplaySteps`` stands where ``TransitionSteps`` stands for A3C: it takes the children's
+messages and returns the steps it took, so the trainer's loop is the same for both.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from a3c.learner import NonFiniteLoss, make_adam, new_version_counter
+from lib.dqn import double_dqn_targets, weighted_huber_loss
+from lib.experience import TransitionBatch
+from lib.models import forward
+from lib.replay import ReplayBuffer
+
+if TYPE_CHECKING:
+    from a3c.messages import Transitions
+
+
+@dataclass
+class QStepStats:
+    """Scalars worth logging about one Q-learning step."""
+
+    loss_td: float
+    td_error: float
+    """Mean |target - Q(s, a)| of the batch."""
+    q_values: float
+    """Mean Q(s, a) of the actions taken."""
+    grad_norm: float
+    importance_weight: float
+    """Mean importance-sampling weight of the batch (1 with uniform replay)."""
+    beta: float
+    replay_size: int
+    replay_ratio: float
+    """Sampled transitions per transition received so far."""
+    priority_mean: float
+    policy_lag: float | None = None
+
+
+class QLearner:
+    """Owns the online net (shared with the children), its target copy and Adam.
+
+    The target net follows the online one by a hard copy every ``target_sync`` steps, or by
+    Polyak averaging with weight ``tau`` every step when ``tau`` > 0.
+    """
+
+    def __init__(self, net: nn.Module, lr: float, adam_eps: float, clip_grad: float, gamma: float,
+                 device: torch.device | str, version_counter: torch.Tensor | None = None,
+                 double: bool = True, target_sync: int = 500, tau: float = 0.0):
+        self.net = net
+        self.target_net = copy.deepcopy(net)
+        for parameter in self.target_net.parameters():
+            parameter.requires_grad_(False)
+        self.optimizer = make_adam(net, lr, adam_eps)
+        self.clip_grad = clip_grad
+        self.gamma = gamma
+        self.device = device
+        self.double = double
+        self.target_sync = target_sync
+        self.tau = tau
+        self.version_counter = new_version_counter() if version_counter is None else version_counter
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.version_counter)
+
+    def targets(self, batch: TransitionBatch) -> torch.Tensor:
+        """The n-step (Double-)DQN targets of ``batch``, without gradient."""
+        with torch.no_grad():
+            last_states = torch.as_tensor(batch.last_states).to(self.device)
+            next_q_target, _ = forward(self.target_net, last_states)
+            next_q_online = forward(self.net, last_states)[0] if self.double else next_q_target
+            return double_dqn_targets(
+                torch.as_tensor(batch.rewards).to(self.device), torch.as_tensor(batch.dones).to(self.device),
+                torch.as_tensor(batch.steps).to(self.device), next_q_online, next_q_target, self.gamma,
+                self.double)
+
+    def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+        """One Adam step on the weighted Huber loss; its figures and the TD errors (for the
+        priorities). Raises NonFiniteLoss instead of applying NaNs."""
+        targets = self.targets(batch)
+        states = torch.as_tensor(batch.states).to(self.device)
+        actions = torch.as_tensor(batch.actions).to(self.device)
+        q_values, _ = forward(self.net, states)
+        q_taken = q_values.gather(-1, actions[:, None]).squeeze(-1)
+        loss, td_errors = weighted_huber_loss(q_taken, targets, torch.as_tensor(weights).to(self.device))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
+        loss_value = float(loss.detach())
+        if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
+            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: "
+                                f"loss {loss_value}, gradient norm {grad_norm}")
+        self.optimizer.step()
+        self.version_counter += 1
+        self._follow_target()
+        figures = {"loss_td": loss_value, "td_error": float(td_errors.abs().mean()),
+                   "q_values": float(q_taken.detach().mean()), "grad_norm": grad_norm}
+        return figures, td_errors.cpu().numpy()
+
+    def _follow_target(self) -> None:
+        with torch.no_grad():
+            if self.tau > 0:
+                for target, online in zip(self.target_net.parameters(), self.net.parameters()):
+                    target.lerp_(online, self.tau)
+            elif self.policy_version % self.target_sync == 0:
+                self.target_net.load_state_dict(self.net.state_dict())
+
+
+class ReplaySteps:
+    """Adds every transition received to the replay buffer and trains on samples of it.
+
+    The replay ratio (transitions sampled per transition received) is held by waiting: once
+    the learner has sampled ``replay_ratio`` times what it received, it takes no step until
+    more arrives; when it falls behind, the children wait on their bounded queues instead.
+    No step is taken before ``learning_starts`` transitions are stored. The
+    importance-sampling exponent beta rises linearly to 1 over ``beta_steps`` steps.
+    """
+
+    def __init__(self, learner: QLearner, replay: ReplayBuffer, batch_size: int, replay_ratio: float,
+                 learning_starts: int, beta: float, beta_steps: int, seed: int):
+        self.learner = learner
+        self.replay = replay
+        self.batch_size = batch_size
+        self.replay_ratio = replay_ratio
+        self.learning_starts = learning_starts
+        self.beta_start = beta
+        self.beta_steps = beta_steps
+        self.received = 0
+        self.sampled = 0
+        self.rng = np.random.default_rng(seed)
+
+    def beta(self) -> float:
+        progress = min(1.0, self.learner.policy_version / max(1, self.beta_steps))
+        return self.beta_start + (1.0 - self.beta_start) * progress
+
+    def consume(self, message: Transitions) -> list[QStepStats]:
+        self.replay.add(message.batch)
+        if len(self.replay) < self.learning_starts:
+            return []
+        self.received += len(message.batch)  # counted from the start of learning
+        steps = []
+        while self.sampled + self.batch_size <= self.replay_ratio * self.received:
+            beta = self.beta()
+            batch, slots, weights = self.replay.sample(self.batch_size, beta, self.rng)
+            figures, td_errors = self.learner.step(batch, weights)
+            self.replay.update_priorities(slots, td_errors)
+            self.sampled += self.batch_size
+            steps.append(QStepStats(
+                **figures, importance_weight=float(weights.mean()), beta=beta,
+                replay_size=len(self.replay), replay_ratio=self.sampled / self.received,
+                priority_mean=self.replay.priorities.total / len(self.replay),
+                policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
+                if message.batch.policy_versions is not None else None))
+        return steps

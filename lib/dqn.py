@@ -1,0 +1,115 @@
+"""Q-learning parts: Q-networks (dueling or plain), epsilon schedules for many actors, and
+the n-step Double-DQN target and loss as small pure functions.
+
+A Q-network maps observations to one value per action. Its ``forward`` returns
+``(q_values, max_q)`` so that it acts where an actor-critic does (the first output chooses
+the action, the second is a state value): the same actors and play code serve both.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.envs import EnvInfo
+from lib.models import AtariA2C, _scaled_channels_last
+
+
+class QHead(nn.Module):
+    """Q-values from features: dueling (V(s) + A(s, a) - mean_a A(s, a), Wang et al. 2016)
+    or one linear layer per action value."""
+
+    def __init__(self, features: int, n_actions: int, hidden: int, dueling: bool):
+        super().__init__()
+        self.dueling = dueling
+        if dueling:
+            self.advantage = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+            self.value = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        else:
+            self.q = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if not self.dueling:
+            return self.q(features)
+        advantages = self.advantage(features)
+        return self.value(features) + advantages - advantages.mean(dim=-1, keepdim=True)
+
+
+class MlpQ(nn.Module):
+    """Q-network for vector observations: one hidden layer, then the Q head."""
+
+    def __init__(self, observation_size: int, n_actions: int, dueling: bool = True, hidden: int = 128):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU())
+        self.head = QHead(hidden, n_actions, hidden, dueling)
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q_values = self.head(self.body(observations.float()))
+        return q_values, q_values.max(dim=-1).values
+
+
+class AtariQ(nn.Module):
+    """Q-network for Atari frames: the Nature-CNN conv body of ``AtariA2C``, then the Q head
+    with 512 hidden units."""
+
+    def __init__(self, input_shape: tuple[int, ...], n_actions: int, dueling: bool = True):
+        super().__init__()
+        self.conv = AtariA2C(input_shape, n_actions, heads="shared").conv
+        with torch.no_grad():
+            features = self.conv(torch.zeros(1, *input_shape)).shape[1]
+        self.head = QHead(features, n_actions, 512, dueling)
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q_values = self.head(self.conv(_scaled_channels_last(observations)))
+        return q_values, q_values.max(dim=-1).values
+
+
+def build_q_net(env_info: EnvInfo, dueling: bool = True) -> nn.Module:
+    if env_info.atari:
+        return AtariQ(env_info.observation_shape, env_info.n_actions, dueling)
+    return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling)
+
+
+def is_q_net(net: nn.Module) -> bool:
+    return isinstance(net, (MlpQ, AtariQ))
+
+
+def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
+    """Ape-X's fixed exploration rates: actor i of N acts with base ** (1 + alpha * i / (N - 1)),
+    from ``base`` for the first down to ``base ** (1 + alpha)`` for the last."""
+    if count == 1:
+        return np.array([base])
+    return base ** (1.0 + alpha * np.arange(count) / (count - 1))
+
+
+def epsilon_greedy(q_values: torch.Tensor, epsilons: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Per row: a uniformly random action with probability ``epsilons[row]``, else the
+    greedy one."""
+    greedy = q_values.argmax(dim=-1)
+    explore = torch.rand(len(q_values), generator=generator, device=q_values.device) < epsilons
+    random_actions = torch.randint(q_values.shape[-1], (len(q_values),), generator=generator,
+                                   device=q_values.device)
+    return torch.where(explore, random_actions, greedy)
+
+
+def double_dqn_targets(rewards: torch.Tensor, dones: torch.Tensor, steps: torch.Tensor,
+                       next_q_online: torch.Tensor, next_q_target: torch.Tensor, gamma: float,
+                       double: bool = True) -> torch.Tensor:
+    """n-step targets: R + gamma ** steps * Q_target(s', a*) where the episode did not
+    terminate. Double DQN takes a* = argmax_a Q_online(s', a) (the online net chooses, the
+    target net evaluates); plain DQN a* = argmax_a Q_target(s', a). ``steps`` is the number
+    of rewards actually summed (fewer than n where a time limit cut the episode)."""
+    chooser = next_q_online if double else next_q_target
+    best_actions = chooser.argmax(dim=-1, keepdim=True)
+    bootstrap = next_q_target.gather(-1, best_actions).squeeze(-1)
+    discounts = gamma ** steps.to(torch.float64)
+    return rewards + (discounts.to(rewards.dtype) * bootstrap) * (~dones).to(rewards.dtype)
+
+
+def weighted_huber_loss(q_taken: torch.Tensor, targets: torch.Tensor,
+                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The importance-weighted mean Huber loss and the TD errors (target - prediction)."""
+    td_errors = targets - q_taken
+    losses = F.smooth_l1_loss(q_taken, targets, reduction="none")
+    return (weights * losses).mean(), td_errors.detach()

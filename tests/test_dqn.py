@@ -1,0 +1,170 @@
+"""Q-learning: Double-DQN n-step targets, the dueling head, Ape-X epsilons, epsilon-greedy
+actions and the weighted Huber loss by hand; the learner's replay ratio, priorities and target
+net; a CartPole run end to end, its checkpoint with and without the replay buffer."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from a3c import ConfigError, Trainer
+from a3c.checkpoint import load_checkpoint
+from a3c.dqn_learner import QLearner, ReplaySteps
+from a3c.messages import Transitions
+from a3c.play import play
+from lib.dqn import (
+    MlpQ,
+    QHead,
+    actor_epsilons,
+    double_dqn_targets,
+    epsilon_greedy,
+    weighted_huber_loss,
+)
+from lib.experience import TransitionBatch
+from lib.replay import ReplayBuffer
+from tests.helpers import scalars
+
+
+def test_double_dqn_target_lets_the_online_net_choose_and_the_target_net_evaluate():
+    rewards = torch.tensor([1.0, 2.0, 0.5, 3.0])
+    dones = torch.tensor([False, False, True, False])
+    steps = torch.tensor([3, 3, 3, 1])  # the last row was cut by a time limit after one step
+    online = torch.tensor([[1.0, 5.0], [4.0, 0.0], [9.0, 9.0], [0.0, 1.0]])
+    target = torch.tensor([[10.0, 2.0], [3.0, 8.0], [7.0, 7.0], [6.0, 4.0]])
+    gamma = 0.9
+    double = double_dqn_targets(rewards, dones, steps, online, target, gamma)
+    # online argmax: 1, 0, -, 1; the target net's values there: 2, 3, -, 4
+    expected = [1.0 + 0.9**3 * 2.0, 2.0 + 0.9**3 * 3.0, 0.5, 3.0 + 0.9 * 4.0]
+    assert torch.allclose(double, torch.tensor(expected))
+    plain = double_dqn_targets(rewards, dones, steps, online, target, gamma, double=False)
+    # the target net's own maximum: 10, 8, -, 6
+    assert torch.allclose(plain, torch.tensor([1.0 + 0.9**3 * 10.0, 2.0 + 0.9**3 * 8.0, 0.5, 3.0 + 0.9 * 6.0]))
+
+
+def test_dueling_head_adds_the_value_to_mean_centred_advantages():
+    head = QHead(features=3, n_actions=4, hidden=5, dueling=True)
+    features = torch.randn(6, 3)
+    q_values = head(features)
+    value = head.value(features)
+    advantages = head.advantage(features)
+    assert torch.allclose(q_values, value + advantages - advantages.mean(-1, keepdim=True))
+    assert torch.allclose(q_values.mean(-1, keepdim=True), value, atol=1e-6)  # V is Q's mean
+
+
+def test_q_net_returns_q_values_and_their_maximum():
+    net = MlpQ(4, 3, dueling=False)
+    q_values, best = net(torch.randn(5, 4))
+    assert q_values.shape == (5, 3) and torch.equal(best, q_values.max(-1).values)
+
+
+def test_ape_x_epsilons_fall_from_base_to_base_to_the_one_plus_alpha():
+    epsilons = actor_epsilons(8, base=0.4, alpha=7.0)
+    assert epsilons[0] == pytest.approx(0.4) and epsilons[-1] == pytest.approx(0.4 ** 8)
+    assert epsilons[3] == pytest.approx(0.4 ** (1 + 7 * 3 / 7))
+    assert np.all(np.diff(epsilons) < 0)
+    assert actor_epsilons(1).tolist() == [0.4]
+
+
+def test_epsilon_greedy_explores_at_each_rows_rate_and_is_greedy_otherwise():
+    generator = torch.Generator().manual_seed(0)
+    q_values = torch.tensor([[0.0, 1.0, 0.0]]).repeat(20_000, 1)
+    epsilons = torch.cat([torch.zeros(10_000), torch.ones(10_000) * 0.3])
+    actions = epsilon_greedy(q_values, epsilons, generator)
+    assert torch.all(actions[:10_000] == 1)
+    non_greedy = float((actions[10_000:] != 1).float().mean())
+    assert non_greedy == pytest.approx(0.3 * 2 / 3, abs=0.015)  # a random pick can be greedy too
+
+
+def test_weighted_huber_loss_and_td_errors_by_hand():
+    q_taken = torch.tensor([0.0, 0.0, 0.0])
+    targets = torch.tensor([0.5, -3.0, 2.0])
+    weights = torch.tensor([1.0, 0.5, 0.0])
+    loss, td_errors = weighted_huber_loss(q_taken, targets, weights)
+    # Huber: 0.5 x^2 inside 1, |x| - 0.5 outside: 0.125, 2.5, 1.5; weighted mean (0.125 + 1.25 + 0) / 3
+    assert loss.item() == pytest.approx((0.125 + 1.25) / 3)
+    assert td_errors.tolist() == [0.5, -3.0, 2.0]
+
+
+def rows(count: int, first: int = 0) -> TransitionBatch:
+    ids = np.arange(first, first + count, dtype=np.float32)
+    return TransitionBatch(states=np.stack([ids, ids], 1), actions=(ids % 2).astype(np.int64),
+                           rewards=np.ones(count, np.float32), dones=np.zeros(count, bool),
+                           steps=np.full(count, 2), last_states=np.stack([ids + 1, ids + 1], 1),
+                           policy_versions=np.zeros(count, np.int64))
+
+
+def test_replay_steps_hold_the_replay_ratio_and_update_priorities_from_td_errors():
+    torch.manual_seed(0)
+    learner = QLearner(MlpQ(2, 2), lr=1e-3, adam_eps=1e-8, clip_grad=10.0, gamma=0.9, device="cpu",
+                       target_sync=1000)
+    replay = ReplayBuffer(100, (2,), "float32", alpha=1.0)
+    steps = ReplaySteps(learner, replay, batch_size=8, replay_ratio=2.0, learning_starts=16,
+                        beta=0.4, beta_steps=10, seed=0)
+    assert steps.consume(Transitions(0, rows(10))) == []  # below learning_starts: stored only
+    taken = steps.consume(Transitions(0, rows(10, 10)))  # 10 received since the start: 20 samples
+    assert len(taken) == 2 and steps.sampled == 16 and learner.policy_version == 2
+    taken = steps.consume(Transitions(0, rows(2, 20)))  # 12 received: 24 allowed, 16 done
+    assert len(taken) == 1 and taken[0].replay_ratio == pytest.approx(24 / 12)
+    assert taken[0].replay_size == 22 and taken[0].beta == pytest.approx(0.4 + 0.6 * 2 / 10)
+    # every sampled slot got |TD error| + eps as its priority (alpha 1): none is left at 1.0
+    sampled = replay.priorities.get(np.arange(22))
+    assert np.any(sampled != 1.0) and replay.max_priority >= sampled.max()
+
+
+def test_target_net_is_copied_every_target_sync_steps_or_follows_by_polyak():
+    torch.manual_seed(0)
+    batch = rows(8)
+    hard = QLearner(MlpQ(2, 2), lr=1e-2, adam_eps=1e-8, clip_grad=10.0, gamma=0.9, device="cpu",
+                    target_sync=2)
+    start = [p.clone() for p in hard.target_net.parameters()]
+    hard.step(batch, np.ones(8, np.float32))
+    assert all(torch.equal(a, b) for a, b in zip(start, hard.target_net.parameters()))
+    hard.step(batch, np.ones(8, np.float32))
+    assert all(torch.equal(a, b) for a, b in zip(hard.net.parameters(), hard.target_net.parameters()))
+
+    soft = QLearner(MlpQ(2, 2), lr=1e-2, adam_eps=1e-8, clip_grad=10.0, gamma=0.9, device="cpu", tau=0.1)
+    before = [p.clone() for p in soft.target_net.parameters()]
+    soft.step(batch, np.ones(8, np.float32))
+    for old, online, new in zip(before, soft.net.parameters(), soft.target_net.parameters()):
+        assert torch.allclose(new, old + 0.1 * (online.detach() - old))
+
+
+def test_dqn_learns_cartpole_end_to_end_and_logs_its_terms(tmp_path):
+    with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), stop_reward=100.0,
+                 max_seconds=120) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+    assert result["reason"] == "solved", result  # a random policy's mean is about 22
+    assert result["replay_ratio"] == pytest.approx(8.0, rel=0.1) and result["q_values"] > 1.0
+    events = scalars(Path(result["run_dir"]))
+    for tag in ("loss/td", "train/td_error", "train/q_values", "train/replay_size", "train/replay_ratio",
+                "train/beta", "train/priority_mean", "train/importance_weight", "train/epsilon_mean"):
+        assert events.Scalars(tag), tag
+    played = play(str(Path(result["run_dir"]) / "best.pt"), episodes=2)
+    assert len(played) == 2  # a DQN checkpoint plays, greedily on Q
+
+
+def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, capsys):
+    with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), stop_reward=1e9,
+                 save_replay=True, learning_starts=500) as trainer:
+        trainer.train(frames=2_000)
+        saved = trainer.save(tmp_path / "with")
+        size = len(trainer._run.replay)
+    state = load_checkpoint(saved)
+    assert len(state["replay"]["actions"]) == size and "target_model" in state
+    restored = Trainer.restore(saved)
+    with restored:
+        restored.train(frames=500)
+        assert len(restored._run.replay) >= size
+    assert f"replay buffer restored: {size:,} transitions" in capsys.readouterr().out
+    without = Trainer.restore(saved, save_replay=False)
+    state_without = load_checkpoint(without.save(tmp_path / "without"))
+    assert "replay" not in state_without
+    with Trainer.restore(tmp_path / "without" / "checkpoint.pt") as refilled:
+        refilled.train(frames=200)
+    assert "it refills" in capsys.readouterr().out
+
+
+def test_grads_mode_is_for_a3c_only(tmp_path):
+    with pytest.raises(ConfigError, match="--mode grads is for A3C"):
+        Trainer(env="CartPole-v1", algo="dqn", mode="grads", logdir=str(tmp_path))

@@ -1,0 +1,106 @@
+"""Replay: the sum-tree's sums and search against brute force, sampling frequencies,
+importance weights by hand, priority updates, and the ring's wrap-around."""
+import numpy as np
+import pytest
+
+from lib.experience import TransitionBatch
+from lib.replay import ReplayBuffer, SumTree
+
+
+def test_sum_tree_keeps_exact_sums_and_finds_prefix_intervals():
+    tree = SumTree(5)  # not a power of two: 8 leaves, 3 never used
+    tree.update(np.arange(5), np.array([1.0, 0.0, 2.0, 3.0, 4.0]))
+    assert tree.total == 10.0
+    # slot i owns [cumsum before i, cumsum through i): 0:[0,1) 1:empty 2:[1,3) 3:[3,6) 4:[6,10)
+    values = np.array([0.0, 0.999, 1.0, 2.5, 3.0, 5.99, 6.0, 9.999])
+    assert tree.find(values).tolist() == [0, 0, 2, 2, 3, 3, 4, 4]
+    tree.update(np.array([3, 3]), np.array([7.0, 0.5]))  # the last value for a slot wins
+    assert tree.get(np.array([3])).tolist() == [0.5] and tree.total == 7.5
+
+
+def test_sum_tree_never_returns_an_empty_slot_even_at_the_top_edge():
+    tree = SumTree(4)
+    tree.update(np.array([0, 1]), np.array([0.1, 0.2]))  # slots 2 and 3 empty
+    edge = np.nextafter(tree.total, 0.0)
+    assert tree.find(np.array([edge, tree.total])).tolist() == [1, 1]
+
+
+def test_sum_tree_sampling_frequencies_match_the_priorities():
+    rng = np.random.default_rng(0)
+    priorities = rng.random(37) * (rng.random(37) > 0.2)
+    tree = SumTree(37)
+    tree.update(np.arange(37), priorities)
+    drawn = tree.find(rng.random(200_000) * tree.total)
+    frequencies = np.bincount(drawn, minlength=37) / len(drawn)
+    expected = priorities / priorities.sum()
+    assert np.all(frequencies[expected == 0] == 0)
+    assert np.abs(frequencies - expected).max() < 0.005  # about 5 standard errors at most
+
+
+def transitions(first: int, count: int) -> TransitionBatch:
+    ids = np.arange(first, first + count)
+    return TransitionBatch(states=ids[:, None].astype(np.float32), actions=ids % 2,
+                           rewards=ids.astype(np.float32), dones=ids % 3 == 0, steps=np.full(count, 3),
+                           last_states=(ids[:, None] + 100).astype(np.float32))
+
+
+def test_the_ring_wraps_around_keeping_the_newest_rows():
+    buffer = ReplayBuffer(5, (1,), "float32", prioritized=False)
+    buffer.add(transitions(0, 3))
+    assert len(buffer) == 3
+    slots = buffer.add(transitions(3, 4))  # 3, 4 fill the ring; 5, 6 overwrite 0, 1
+    assert slots.tolist() == [3, 4, 0, 1] and len(buffer) == 5
+    assert buffer.states[:, 0].tolist() == [5, 6, 2, 3, 4]
+    assert buffer.last_states[:, 0].tolist() == [105, 106, 102, 103, 104]
+    assert buffer.dones.tolist() == [False, True, False, True, False]
+    buffer.add(transitions(10, 12))  # more than the ring holds: the newest five
+    assert sorted(buffer.states[:, 0].tolist()) == [17, 18, 19, 20, 21]
+
+
+def test_uniform_sampling_gives_weights_of_one_and_only_stored_rows():
+    buffer = ReplayBuffer(10, (1,), "float32", prioritized=False)
+    buffer.add(transitions(0, 4))
+    batch, slots, weights = buffer.sample(64, beta=0.4, rng=np.random.default_rng(1))
+    assert set(slots.tolist()) == {0, 1, 2, 3} and np.all(weights == 1.0)
+    assert np.array_equal(batch.rewards, slots.astype(np.float32))
+    assert np.array_equal(batch.last_states[:, 0], slots + 100.0)
+
+
+def test_new_rows_enter_at_the_running_maximum_and_weights_follow_by_hand():
+    buffer = ReplayBuffer(4, (1,), "float32", alpha=0.5)
+    buffer.add(transitions(0, 4))
+    assert np.allclose(buffer.priorities.get(np.arange(4)), 1.0)  # max priority 1 at the start
+    buffer.update_priorities(np.array([0, 1, 2, 3]), np.array([3.0, -1.0, 0.0, 8.0]))
+    eps = buffer.priority_eps
+    expected = (np.array([3.0, 1.0, 0.0, 8.0]) + eps) ** 0.5  # |TD error| + eps, to the alpha
+    assert np.allclose(buffer.priorities.get(np.arange(4)), expected)
+    assert buffer.max_priority == pytest.approx(8.0 + eps)
+    buffer.add(transitions(4, 1))  # overwrites slot 0 at the running maximum
+    assert buffer.priorities.get(np.array([0]))[0] == pytest.approx((8.0 + eps) ** 0.5)
+
+    rng = np.random.default_rng(3)
+    _, slots, weights = buffer.sample(4, beta=0.4, rng=rng)
+    probabilities = buffer.priorities.get(slots) / buffer.priorities.total
+    by_hand = (4 * probabilities) ** -0.4
+    assert np.allclose(weights, by_hand / by_hand.max())
+    assert weights.max() == pytest.approx(1.0)
+
+
+def test_prioritized_sampling_follows_priority_to_the_alpha():
+    buffer = ReplayBuffer(3, (1,), "float32", alpha=1.0)
+    buffer.add(transitions(0, 3))
+    buffer.update_priorities(np.array([0, 1, 2]), np.array([1.0, 2.0, 7.0]))
+    rng = np.random.default_rng(4)
+    drawn = np.concatenate([buffer.sample(10, beta=1.0, rng=rng)[1] for _ in range(5_000)])
+    frequencies = np.bincount(drawn, minlength=3) / len(drawn)
+    assert np.allclose(frequencies, [0.1, 0.2, 0.7], atol=0.01)
+
+
+def test_replay_refuses_rows_without_last_states_and_sampling_when_empty():
+    buffer = ReplayBuffer(3, (1,), "float32")
+    with pytest.raises(ValueError, match="empty"):
+        buffer.sample(1, beta=0.4, rng=np.random.default_rng(0))
+    rows = transitions(0, 2)
+    rows.last_states = None
+    with pytest.raises(ValueError, match="last states"):
+        buffer.add(rows)
