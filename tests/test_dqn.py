@@ -135,7 +135,8 @@ def test_dqn_learns_cartpole_end_to_end_and_logs_its_terms(tmp_path):
         while not (result := trainer.train())["done"]:
             pass
     assert result["reason"] == "solved", result  # a random policy's mean is about 22
-    assert result["replay_ratio"] == pytest.approx(8.0, rel=0.1) and result["q_values"] > 1.0
+    assert result["replay_ratio"] == pytest.approx(trainer.config.replay_ratio, rel=0.1)
+    assert result["q_values"] > 1.0
     events = scalars(Path(result["run_dir"]))
     for tag in ("loss/td", "train/td_error", "train/q_values", "train/replay_size", "train/replay_ratio",
                 "train/beta", "train/priority_mean", "train/importance_weight", "train/epsilon_mean"):
