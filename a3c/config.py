@@ -360,10 +360,13 @@ def _stop_reward(env_info: EnvInfo) -> float | None:
 
 
 def _check_types(values: dict[str, Any]) -> None:
+    """ConfigError for a value of the wrong type; paths given as ``Path`` become strings."""
     for setting in SETTINGS:
         value, kind = values.get(setting.name), value_type(setting)
         if value is None:
             continue
+        if kind is str and isinstance(value, os.PathLike):
+            value = values[setting.name] = os.fspath(value)
         fits = (isinstance(value, kind) and not (kind is int and isinstance(value, bool))) or (
             kind is float and isinstance(value, int) and not isinstance(value, bool))
         if not fits:

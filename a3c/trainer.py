@@ -108,6 +108,7 @@ class Trainer:
         self._seconds = 0.0
         self._iterations = 0
         self._env_task: Any = None
+        self._task_settable: bool | None = None
 
     # the public calls
     @property
@@ -208,12 +209,12 @@ class Trainer:
     def set_env_task(self, task: Any) -> None:
         """Give every env ``task`` through its ``set_task(task)``, to take effect at its next
         reset: curriculum learning. Children started later (restarts) get it too."""
-        probe = make_env(self.config.env_id)
-        try:
-            if not hasattr(probe.unwrapped, "set_task"):
-                raise ValueError(f"{self.config.env_id} has no set_task(task) method")
-        finally:
+        if self._task_settable is None:  # asked once: making an env can take a while
+            probe = make_env(self.config.env_id)
+            self._task_settable = hasattr(probe.unwrapped, "set_task")
             probe.close()
+        if not self._task_settable:
+            raise ValueError(f"{self.config.env_id} has no set_task(task) method")
         self._env_task = task
         if self._pool is not None:
             self._pool.set_env_task(task)

@@ -37,7 +37,8 @@ def test_keywords_are_the_flags_and_are_checked_the_same_way(settings, named, tm
 
 
 def test_keywords_take_the_env_familys_preset_and_the_cli_defaults(tmp_path):
-    trainer = Trainer(env="CartPole-v1", logdir=str(tmp_path), gamma=0.9)
+    trainer = Trainer(env="CartPole-v1", logdir=tmp_path, gamma=0.9)  # a Path is a path too
+    assert trainer.config.logdir == str(tmp_path)
     assert (trainer.config.env_id, trainer.config.gamma, trainer.config.lr) == ("CartPole-v1", 0.9, 3e-3)
     assert trainer.config.stop_reward == 475.0 and trainer.config.report_interval == 5.0
     assert no_children()  # nothing starts before train()
