@@ -115,9 +115,10 @@ def _pong_section(pong: dict) -> list[str]:
     return [*lines, "", f"Trainer command: `{ours['command']}`", ""]
 
 
-def _cartpole_section(cartpole: dict) -> list[str]:
-    lines = ["### CartPole-v1 to the 475 bound (wall time from launch, each seed)", "",
-             _row("seed", "this trainer: seconds", "frames", "SB3 A2C: seconds", "frames"),
+def _cartpole_section(cartpole: dict, title: str = "CartPole-v1 to the 475 bound", peer: str = "SB3 A2C",
+                      image: str | None = "cartpole.png") -> list[str]:
+    lines = [f"### {title} (wall time from launch, each seed)", "",
+             _row("seed", "this trainer: seconds", "frames", f"{peer}: seconds", "frames"),
              _row("-", "-", "-", "-", "-")]
     sb3_runs = cartpole.get("sb3", [])
     for index, ours in enumerate(cartpole["ours"]):
@@ -133,7 +134,9 @@ def _cartpole_section(cartpole: dict) -> list[str]:
     if "time_ratio" in cartpole:
         lines += ["", f"Median time ratio, this trainer / SB3: **{cartpole['time_ratio']:.2f}**."]
     lines += ["", f"CPU steal during the CartPole runs: {_share(cartpole.get('cpu_steal'))}."]
-    return [*lines, "", "![CartPole mean-100 reward against wall time](cartpole.png)", ""]
+    if image is None:
+        return [*lines, ""]
+    return [*lines, "", f"![CartPole mean-100 reward against wall time]({image})", ""]
 
 
 def _modes_section(modes: dict) -> list[str]:
@@ -256,6 +259,9 @@ def markdown_report(results: dict) -> str:
         lines += _cartpole_section(results["cartpole"])
     if "modes" in results:
         lines += _modes_section(results["modes"])
+    if "dqn" in results:
+        lines += _cartpole_section(results["dqn"], "`--algo dqn` against SB3 DQN: CartPole-v1 to 475",
+                                   "SB3 DQN (RL zoo)", image=None)
     if "solve" in results:
         lines += _solve_section(results["solve"])
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.util
 import json
 import platform
@@ -55,9 +56,11 @@ def sb3_available() -> bool:
 
 
 def run_sb3(env_id: str, n_envs: int, max_seconds: float, ent_coef: float = 0.01,
-            stop_reward: float | None = None, seed: int = 0, zoo_atari: bool = False) -> dict:
-    command = [sys.executable, "-m", "benchmarks.sb3_a2c", "--env", env_id, "--n-envs", str(n_envs),
-               "--ent-coef", str(ent_coef), "--max-seconds", str(max_seconds), "--seed", str(seed)]
+            stop_reward: float | None = None, seed: int = 0, zoo_atari: bool = False,
+            algo: str = "a2c") -> dict:
+    command = [sys.executable, "-m", "benchmarks.sb3_peer", "--env", env_id, "--n-envs", str(n_envs),
+               "--ent-coef", str(ent_coef), "--max-seconds", str(max_seconds), "--seed", str(seed),
+               "--algo", algo]
     if stop_reward is not None:
         command += ["--stop-reward", str(stop_reward)]
     if zoo_atari:
@@ -89,21 +92,25 @@ def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) 
         return train_to_goal(CARTPOLE, seed, max_seconds, Path(logdir), extra_args)
 
 
-def solve_sb3(seed: int, max_seconds: float) -> dict:
-    # rl-baselines3-zoo's tuned A2C for CartPole-v1: 8 envs, ent_coef 0, defaults otherwise.
-    report = run_sb3(CARTPOLE, 8, max_seconds, ent_coef=0.0, stop_reward=475.0, seed=seed)
+def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c") -> dict:
+    """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise)
+    or its tuned DQN (one env, ``benchmarks.sb3_peer``) to the 475 bound."""
+    n_envs = 1 if algo == "dqn" else 8
+    report = run_sb3(CARTPOLE, n_envs, max_seconds, ent_coef=0.0, stop_reward=475.0, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
     curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
     return {"seed": seed, "solved": report["solved"], "wall_seconds": report["wall_seconds"],
             "frames": report["frames"], "curve": curve}
 
 
-def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float) -> dict:
-    ours = [solve_ours(seed, max_seconds) for seed in seeds]
+def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float,
+                        ours_args: tuple[str, ...] = (), peer: Callable[[int, float], dict] = solve_sb3) -> dict:
+    """Our trainer (with ``ours_args``) and the SB3 ``peer`` to the 475 bound, seed by seed."""
+    ours = [solve_ours(seed, max_seconds, ours_args) for seed in seeds]
     result = {"ours": ours, "ours_median_seconds": statistics.median(r["wall_seconds"] for r in ours),
               "ours_median_frames": statistics.median(r["frames"] for r in ours)}
     if with_sb3:
-        sb3 = [solve_sb3(seed, 4 * max_seconds) for seed in seeds]
+        sb3 = [peer(seed, 4 * max_seconds) for seed in seeds]
         result |= {"sb3": sb3, "sb3_median_seconds": statistics.median(r["wall_seconds"] for r in sb3),
                    "sb3_median_frames": statistics.median(r["frames"] for r in sb3)}
         result["time_ratio"] = result["ours_median_seconds"] / result["sb3_median_seconds"]
@@ -228,11 +235,12 @@ def exit_on_sigterm() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
-    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve"],
+    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn"],
                         action="append",
-                        help="run only these parts (repeatable); modes (data against grads) and "
-                             "solve (Pong from scratch to 18 for each seed, then SB3 for as long; "
-                             "about 2 hours) run only when named")
+                        help="run only these parts (repeatable); modes (data against grads), dqn "
+                             "(--algo dqn against SB3 DQN on CartPole) and solve (Pong from scratch "
+                             "to 18 for each seed, then SB3 for as long; about 2 hours) run only "
+                             "when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -309,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         results["cartpole"]["cpu_steal"] = steal.fraction
     if "modes" in parts:
         results["modes"] = mode_comparison(seeds, warmup, window, max_seconds=300.0)
+    if "dqn" in parts:
+        with StealMeter() as steal:
+            results["dqn"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "dqn"),
+                                                 functools.partial(solve_sb3, algo="dqn"))
+        results["dqn"]["cpu_steal"] = steal.fraction
     if "solve" in parts:
         earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,

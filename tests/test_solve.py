@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.report import solve_report
+from benchmarks.report import markdown_report, solve_report
 from benchmarks.solve import (
     EARLY_ENTROPY,
     EARLY_REWARD,
@@ -86,3 +86,18 @@ def test_an_earlier_runs_early_signals_are_read_again_from_its_directory(tmp_pat
     assert run["early"] == early_signals(RECORDS) and run["learning_early"] is True  # 1.6 < 1.775, -12 > -19
     gone = reread_early_signals({**stale, "run_dir": str(tmp_path / "missing")})
     assert gone["early"] == {"2M": {}} and gone["learning_early"] is None
+
+
+def test_the_dqn_part_reports_each_seed_against_sb3_dqn():
+    def run(seed, seconds, frames, solved=True):
+        return {"seed": seed, "solved": solved, "wall_seconds": seconds, "frames": frames, "curve": []}
+
+    dqn = {"ours": [run(0, 40.0, 250_000), run(1, 60.0, 400_000)], "ours_median_seconds": 50.0,
+           "ours_median_frames": 325_000, "sb3": [run(0, 100.0, 30_000), run(1, 300.0, 90_000, False)],
+           "sb3_median_seconds": 200.0, "sb3_median_frames": 60_000, "time_ratio": 0.25}
+    report = markdown_report({"command": "x", "machine": {"cpu": "c", "cores": 2, "memory_gib": 1, "platform": "p",
+                                                          "versions": {}}, "warmup_seconds": 1,
+                              "window_seconds": 1, "dqn": dqn})
+    assert "`--algo dqn` against SB3 DQN" in report and "SB3 DQN (RL zoo): seconds" in report
+    assert "| 1 | 60.0 | 400,000 | 300.0 (not solved) | 90,000 |" in report
+    assert "**0.25**" in report and "cartpole.png" not in report

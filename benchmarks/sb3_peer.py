@@ -1,10 +1,11 @@
-"""The peer: Stable-Baselines3 A2C on the same envs, run in its own process.
+"""The peer: Stable-Baselines3 A2C (or DQN) on the same envs, run in its own process.
 
 Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
 with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
 exactly the trainer's. Run by ``benchmarks.run``; usable alone:
 
-    python -m benchmarks.sb3_a2c --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
+    python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
+    python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 1 --algo dqn --stop-reward 475
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import argparse
 import json
 import time
 
-from stable_baselines3 import A2C
+from stable_baselines3 import A2C, DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
@@ -50,6 +51,20 @@ class Watch(BaseCallback):
         return elapsed < self.max_seconds
 
 
+ZOO_DQN_STEPS = 50_000
+"""The RL zoo trains its CartPole DQN for 50k steps; its epsilon falls over 16% of them."""
+DQN_MAX_STEPS = 10**6
+ZOO_CARTPOLE_DQN = {
+    "learning_rate": 2.3e-3, "batch_size": 64, "buffer_size": 100_000, "learning_starts": 1000,
+    "gamma": 0.99, "target_update_interval": 10, "train_freq": 256, "gradient_steps": 128,
+    "exploration_fraction": 0.16 * ZOO_DQN_STEPS / DQN_MAX_STEPS, "exploration_final_eps": 0.04,
+    "policy_kwargs": {"net_arch": [256, 256]},
+}
+"""rl-baselines3-zoo's DQN values for CartPole-v1 (its hyperparams/dqn.yml). The run may go
+on past the zoo's 50k steps until solved, so the exploration fraction is rescaled to fall
+over the same 8,000 steps."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", required=True)
@@ -58,6 +73,8 @@ def main() -> None:
     parser.add_argument("--stop-reward", type=float, default=None)
     parser.add_argument("--max-seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algo", choices=["a2c", "dqn"], default="a2c",
+                        help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01)")
@@ -68,9 +85,12 @@ def main() -> None:
     if args.zoo_atari:
         tuned = {"vf_coef": 0.25, "policy_kwargs": {"optimizer_class": RMSpropTFLike,
                                                     "optimizer_kwargs": {"eps": 1e-5}}}
-    model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
+    if args.algo == "dqn":
+        model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
+    else:
+        model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     watch = Watch(args.stop_reward, args.max_seconds)
-    model.learn(total_timesteps=10**9, callback=watch)
+    model.learn(total_timesteps=DQN_MAX_STEPS if args.algo == "dqn" else 10**9, callback=watch)
     frames_per_step = 4 if is_atari(args.env) else 1
     print(json.dumps({
         "solved": watch.solved_at is not None,
