@@ -1,4 +1,5 @@
-"""``Trainer``: one A3C run as an object, driven one ``train()`` iteration at a time.
+"""``Trainer``: one run (A3C, or DQN with ``algo="dqn"``) as an object, driven one
+``train()`` iteration at a time.
 
     from a3c import Trainer
 
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 
 from a3c.callbacks import Callback
-from a3c.config import KEYWORDS, SETTINGS, Config, ConfigError, keyword, make_config
+from a3c.config import SETTINGS, Config, keyword, make_config
 from a3c.dqn_learner import QStepStats, ReplaySteps
 from a3c.learner import GradientSteps, NonFiniteLoss, StepStats, TransitionSteps
 from a3c.load import PROGRESS_FILE, LoadMeter
@@ -87,9 +88,6 @@ class Trainer:
         state = read_checkpoint(str(path))
         saved = state.get("config", {})
         settings = {keyword(setting): saved[setting.name] for setting in SETTINGS if setting.name in saved}
-        unknown = sorted(set(overrides) - set(KEYWORDS))
-        if unknown:
-            raise ConfigError(f"unknown setting {unknown[0]!r}")
         config = make_config(**{**settings, **overrides, "resume": str(path)})
         return cls.from_config(config, callbacks, restored=state)
 
@@ -100,7 +98,7 @@ class Trainer:
         self.run_dir = make_run_dir(config)
         self._pool: WorkerPool | None = None
         self._run: Run | None = None
-        self._steps: TransitionSteps | GradientSteps | None = None
+        self._steps: TransitionSteps | GradientSteps | ReplaySteps | None = None
         self._stop_reason: str | None = None
         self._ended: str | None = None
         self.ending = False
@@ -113,7 +111,7 @@ class Trainer:
     # the public calls
     @property
     def net(self) -> torch.nn.Module:
-        """The shared actor-critic net the children act with and the learner trains."""
+        """The shared net (actor-critic, or Q-network) the children act with and the learner trains."""
         return self._shared.net
 
     def train(self, seconds: float | None = None, frames: int | None = None) -> dict[str, Any]:
@@ -194,7 +192,7 @@ class Trainer:
 
     def compute_actions(self, observations: np.ndarray, greedy: bool = False) -> np.ndarray:
         """Actions for a batch of raw env observations: sampled from the policy, or its
-        most probable ones with ``greedy``."""
+        most probable ones with ``greedy``; a Q-network's greedy ones always."""
         return policy_actions(self.net, observations, greedy)
 
     def log_scalar(self, tag: str, value: float) -> None:
@@ -225,8 +223,9 @@ class Trainer:
             self._pool.kill()
 
     def stop(self) -> None:
-        """Stop the children in order and close the writer; nothing is saved (``save()`` is).
-        Calling it again does nothing; the trainer can still act and save."""
+        """Stop the children in order and flush the writer; nothing is saved (``save()`` is).
+        Calling it again does nothing; the trainer can still act and save. Leaving a ``with``
+        block also closes the writer."""
         if self._pool is not None:
             self._pool.close()
             self._pool = None

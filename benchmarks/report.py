@@ -243,6 +243,16 @@ def solve_report(results: dict) -> str:
     return "\n".join([*_header("Pong solved at the defaults", results), *_solve_section(results["solve"])])
 
 
+def dqn_report(results: dict) -> str:
+    return "\n".join([*_header("Off-policy: --algo dqn against SB3 DQN", results),
+                      *_dqn_section(results["dqn"])])
+
+
+def _dqn_section(dqn: dict) -> list[str]:
+    return _cartpole_section(dqn, "`--algo dqn` against SB3 DQN: CartPole-v1 to 475", "SB3 DQN (RL zoo)",
+                             image=None)
+
+
 def markdown_report(results: dict) -> str:
     lines = [
         *_header("Benchmarks", results),
@@ -260,8 +270,7 @@ def markdown_report(results: dict) -> str:
     if "modes" in results:
         lines += _modes_section(results["modes"])
     if "dqn" in results:
-        lines += _cartpole_section(results["dqn"], "`--algo dqn` against SB3 DQN: CartPole-v1 to 475",
-                                   "SB3 DQN (RL zoo)", image=None)
+        lines += _dqn_section(results["dqn"])
     if "solve" in results:
         lines += _solve_section(results["solve"])
     return "\n".join(lines)

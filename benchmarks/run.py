@@ -38,7 +38,7 @@ import psutil
 from a3c.config import ATARI_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
-from benchmarks.report import markdown_report, plot_cartpole, plot_solve, solve_report
+from benchmarks.report import dqn_report, markdown_report, plot_cartpole, plot_solve, solve_report
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
@@ -341,8 +341,11 @@ def main(argv: list[str] | None = None) -> int:
             plot_solve(results["solve"], ROOT / "docs" / "pong_solve.png")
             (ROOT / "docs" / "pong_solve.json").write_text(json.dumps(results["solve"], indent=1) + "\n")
             (ROOT / "docs" / "pong_solve.md").write_text(solve_report(results))
-        if parts - {"solve"}:
-            (ROOT / "docs" / "benchmarks.md").write_text(report)
+        if "dqn" in results:
+            (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
+        if parts - {"solve", "dqn"}:
+            (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
+                {key: value for key, value in results.items() if key != "dqn"}))
     print(f"results in {out}/benchmark-{stamp}.json")
     return 0
 
