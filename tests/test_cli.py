@@ -6,9 +6,14 @@ import a3c.cli
 from a3c.config import (
     ATARI_PRESET,
     CORES,
+    KEYWORDS,
+    SETTINGS,
     VECTOR_PRESET,
     atari_preset,
+    build_parser,
+    flag,
     grads_layout,
+    make_config,
     parse_config,
     vector_preset,
 )
@@ -75,10 +80,10 @@ def test_help_lists_every_hyperparameter(capsys):
         parse_config(["--help"])
     assert exited.value.code == 0
     text = capsys.readouterr().out
-    for flag in ["--processes", "--envs-per-process", "--batch-size", "--reward-steps", "--gamma",
-                 "--lr", "--entropy-beta", "--clip-grad", "--stop-reward", "--max-frames", "--seed",
-                 "--logdir", "--cuda", "--name"]:
-        assert flag in text
+    for option in ["--processes", "--envs-per-process", "--batch-size", "--reward-steps", "--gamma",
+                   "--lr", "--entropy-beta", "--clip-grad", "--stop-reward", "--max-frames", "--seed",
+                   "--logdir", "--cuda", "--name"]:
+        assert option in text
 
 
 @pytest.mark.parametrize("cores, processes, envs, threads", [
@@ -138,3 +143,15 @@ def test_rewards_are_clipped_for_atari_by_default_and_on_request_elsewhere():
     assert not parse_config(["-n", "c", "--no-clip-rewards"]).clip_rewards
     assert not parse_config(["-n", "c", "--env", "CartPole-v1"]).clip_rewards
     assert parse_config(["-n", "c", "--env", "CartPole-v1", "--clip-rewards"]).clip_rewards
+
+
+def test_every_config_field_is_one_flag_and_one_keyword_with_its_help():
+    parser = build_parser()
+    flags = {option for action in parser._actions for option in action.option_strings}
+    for setting in SETTINGS:
+        assert flag(setting) in flags and setting.metadata["help"], setting.name
+    assert len(KEYWORDS) == len(SETTINGS) and KEYWORDS["env"].name == "env_id"
+    # parsing the flags and passing the same values as keywords make the same Config
+    argv = ["-n", "same", "--env", "CartPole-v1", "--lr", "0.002", "--no-collapse-rollback", "--mode", "grads"]
+    assert parse_config(argv) == make_config(name="same", env="CartPole-v1", lr=0.002,
+                                             collapse_rollback=False, mode="grads")
