@@ -390,6 +390,8 @@ def validate(config: Config, env_info: EnvInfo) -> None:
             raise ConfigError(f"{name} must be in ({meta['above']:g}, {meta['at_most']:g}], got {value}")
         if meta["above"] is not None and value <= meta["above"]:
             raise ConfigError(f"{name} must be > {meta['above']:g}, got {value}")
+        if meta["at_most"] is not None and value > meta["at_most"]:
+            raise ConfigError(f"{name} must be <= {meta['at_most']:g}, got {value}")
     if config.name.strip() == "":
         raise ConfigError("--name must not be empty")
     if config.algo == "dqn" and config.mode == "grads":

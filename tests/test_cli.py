@@ -46,6 +46,11 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--queue-size", "-1"], "--queue-size"),
     (["-n", "x", "--env", "CartPole-v1", "--logdir", "/etc/hostname/runs"], "--logdir"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "two"], "--processes"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--tau", "2"], "--tau must be <= 1"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--priority-beta", "1.5"], "--priority-beta"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--replay-size", "0"], "--replay-size"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--mode", "grads"], "A3C"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "sarsa"], "--algo"),
 ]
 if not torch.cuda.is_available():
     BAD_INPUTS.append((["-n", "x", "--env", "CartPole-v1", "--cuda"], "CUDA"))
