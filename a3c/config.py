@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import Any, NoReturn
 
+import numpy as np
+
 from lib.envs import EnvError, EnvInfo, describe_env
 from lib.loss import LossSettings
 from lib.models import HEADS
@@ -411,8 +413,6 @@ def validate(config: Config, env_info: EnvInfo) -> None:
 
 def replay_bytes(config: Config, env_info: EnvInfo) -> int:
     """Memory the replay buffer takes: each transition keeps its first and last observation."""
-    import numpy as np
-
     observation = int(np.prod(env_info.observation_shape)) * np.dtype(env_info.observation_dtype).itemsize
     return config.replay_size * (2 * observation + 32)
 

@@ -79,15 +79,10 @@ def trial(config: dict[str, Any]) -> None:
                 return
 
 
-def trial_cpus(settings: dict[str, Any]) -> int:
-    """CPUs one trial's run keeps busy: its children and the learner's threads."""
-    config = make_config(**settings)
-    return config.processes + config.learner_threads
-
-
-def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, ray_address: str | None = None,
-              cpus: int | None = None) -> list[dict[str, Any]]:
-    """Run every trial on Ray Tune; each trial's settings with its last reported figures."""
+def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,
+              ray_address: str | None = None) -> list[dict[str, Any]]:
+    """Run every trial on Ray Tune, each asking for ``per_trial`` CPUs; each trial's
+    settings with its last reported figures."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
     from ray import tune
@@ -97,10 +92,9 @@ def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, ray_addre
         if ray_address:
             ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(num_cpus=cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
                      _node_ip_address="127.0.0.1")
     try:
-        per_trial = max(trial_cpus(settings) for settings in settings_per_trial)
         available = int(ray.cluster_resources().get("CPU", 1))
         tuner = tune.Tuner(
             tune.with_resources(trial, {"cpu": min(per_trial, available)}),
@@ -182,8 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
                    "max_seconds": args.max_seconds, "max_frames": args.max_frames}
                   for combo in combinations(grid) for seed in range(args.seeds)]
-        for settings in trials:
-            make_config(**settings)  # every trial's settings checked before Ray starts
+        # every trial's settings checked before Ray starts; a trial keeps its children and
+        # the learner's threads busy
+        configs = [make_config(**settings) for settings in trials]
+        per_trial = max(config.processes + config.learner_threads for config in configs)
     except ConfigError as error:
         print(f"python -m a3c.sweep: error: {error}", file=sys.stderr)
         return 2
@@ -194,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
-    rows = run_sweep(trials, folder, args.ray_address)
+    rows = run_sweep(trials, folder, per_trial, args.ray_address)
     print(format_table(summarize(rows, list(grid))))
     print(f"runs in {folder}")
     return 0 if all(row["error"] is None for row in rows) else 1

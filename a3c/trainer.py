@@ -45,8 +45,7 @@ from a3c.run import (
     slot_layout,
     start_run,
 )
-from a3c.worker import worker_main
-from lib.dqn import actor_epsilons
+from a3c.worker import env_epsilons, worker_main
 from lib.envs import make_env
 from lib.replay import ReplayBuffer
 from lib.trackers import MeanTracker, ProgressReporter
@@ -264,8 +263,7 @@ class Trainer:
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
             if config.algo == "dqn":
                 replay = self._replay(run)
-                epsilons = actor_epsilons(config.processes * config.envs_per_process,
-                                          config.epsilon_base, config.epsilon_alpha)
+                epsilons = env_epsilons(config)
                 for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
                     run.writer.add_scalar(f"train/epsilon_{name}", float(value), run.counters.frames)
                 self._steps = ReplaySteps(run.learner, replay, config.batch_size, config.replay_ratio,

@@ -9,6 +9,7 @@ import sys
 import traceback
 from functools import partial
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -96,14 +97,20 @@ class GradientSender:
         return True
 
 
+def env_epsilons(config: Config) -> np.ndarray:
+    """The Ape-X epsilon of every env of every child, child 0's envs first."""
+    return actor_epsilons(config.processes * config.envs_per_process, config.epsilon_base,
+                          config.epsilon_alpha)
+
+
 def off_policy_acting(config: Config, worker_id: int) -> dict:
     """For ``--algo dqn``: epsilon-greedy on the Q-values, this child's envs taking their
     share of the Ape-X epsilons of all envs, and last states sent for the learner's targets."""
     if config.algo != "dqn":
         return {}
     envs = config.envs_per_process
-    epsilons = actor_epsilons(config.processes * envs, config.epsilon_base, config.epsilon_alpha)
-    mine = torch.as_tensor(epsilons[worker_id * envs:(worker_id + 1) * envs], dtype=torch.float32)
+    mine = env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs]
+    mine = torch.as_tensor(mine, dtype=torch.float32)
     return {"choose_actions": partial(epsilon_greedy, epsilons=mine.to(config.device)),
             "send_last_states": True}
 

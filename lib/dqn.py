@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.envs import EnvInfo
-from lib.models import AtariA2C, _scaled_channels_last
+from lib.models import init_relu_layers, nature_conv, scaled_channels_last
 
 
 class QHead(nn.Module):
@@ -50,18 +50,18 @@ class MlpQ(nn.Module):
 
 
 class AtariQ(nn.Module):
-    """Q-network for Atari frames: the Nature-CNN conv body of ``AtariA2C``, then the Q head
-    with 512 hidden units."""
+    """Q-network for Atari frames: the Nature-CNN conv body that ``AtariA2C`` has (initialised
+    orthogonally, channels-last), then the Q head with 512 hidden units."""
 
     def __init__(self, input_shape: tuple[int, ...], n_actions: int, dueling: bool = True):
         super().__init__()
-        self.conv = AtariA2C(input_shape, n_actions, heads="shared").conv
-        with torch.no_grad():
-            features = self.conv(torch.zeros(1, *input_shape)).shape[1]
+        self.conv, features = nature_conv(input_shape)
+        init_relu_layers(self.conv)
+        self.conv.to(memory_format=torch.channels_last)
         self.head = QHead(features, n_actions, 512, dueling)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        q_values = self.head(self.conv(_scaled_channels_last(observations)))
+        q_values = self.head(self.conv(scaled_channels_last(observations)))
         return q_values, q_values.max(dim=-1).values
 
 

@@ -1,6 +1,8 @@
 """Actor-critic networks: each maps a batch of observations to (policy logits, state values)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 from torch import nn
 
@@ -31,14 +33,7 @@ class AtariA2C(nn.Module):
 
     def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate"):
         super().__init__()
-        self.conv = nn.Sequential(
-            nn.Conv2d(input_shape[0], 32, kernel_size=8, stride=4), nn.ReLU(),
-            nn.Conv2d(32, 64, kernel_size=4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
-            nn.Flatten(),
-        )
-        with torch.no_grad():
-            conv_out = self.conv(torch.zeros(1, *input_shape)).shape[1]
+        self.conv, conv_out = nature_conv(input_shape)
         if heads == "shared":
             self.body = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU())
             self.policy, self.value = nn.Linear(512, n_actions), nn.Linear(512, 1)
@@ -52,15 +47,33 @@ class AtariA2C(nn.Module):
         self.conv.to(memory_format=torch.channels_last)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = self.body(self.conv(_scaled_channels_last(observations)))
+        features = self.body(self.conv(scaled_channels_last(observations)))
         return self.policy(features), self.value(features).squeeze(-1)
 
 
-def _init_orthogonal(net: AtariA2C) -> None:
-    for layer in [*net.conv, *net.body]:
+def nature_conv(input_shape: tuple[int, ...]) -> tuple[nn.Sequential, int]:
+    """The Nature-CNN conv body (three convolutions, flattened) and its output size."""
+    conv = nn.Sequential(
+        nn.Conv2d(input_shape[0], 32, kernel_size=8, stride=4), nn.ReLU(),
+        nn.Conv2d(32, 64, kernel_size=4, stride=2), nn.ReLU(),
+        nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
+        nn.Flatten(),
+    )
+    with torch.no_grad():
+        features = conv(torch.zeros(1, *input_shape)).shape[1]
+    return conv, features
+
+
+def init_relu_layers(layers: Iterable[nn.Module]) -> None:
+    """Orthogonal weights with gain sqrt 2 and zero biases for the conv and linear layers."""
+    for layer in layers:
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             nn.init.orthogonal_(layer.weight, gain=2 ** 0.5)
             nn.init.zeros_(layer.bias)
+
+
+def _init_orthogonal(net: AtariA2C) -> None:
+    init_relu_layers([*net.conv, *net.body])
     for layer, gain in ((net.policy, 0.01), (net.value, 1.0)):
         nn.init.orthogonal_(layer.weight, gain=gain)
         nn.init.zeros_(layer.bias)
@@ -71,7 +84,7 @@ SCALING_CHUNK = 8
 core's L2. A GPU converts the whole batch at once, since chunks would only add launches."""
 
 
-def _scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
+def scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     """uint8 (N, C, H, W) frames as float32 in [0, 1], laid out channels-last.
 
     One strided copy per channel into an (N, H, W, C) buffer, where

@@ -13,6 +13,7 @@ from a3c.dqn_learner import QLearner, ReplaySteps
 from a3c.messages import Transitions
 from a3c.play import play
 from lib.dqn import (
+    AtariQ,
     MlpQ,
     QHead,
     actor_epsilons,
@@ -169,3 +170,13 @@ def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, 
 def test_grads_mode_is_for_a3c_only(tmp_path):
     with pytest.raises(ConfigError, match="--mode grads is for A3C"):
         Trainer(env="CartPole-v1", algo="dqn", mode="grads", logdir=str(tmp_path))
+
+
+def test_atari_q_net_takes_uint8_frames_through_the_nature_conv_body():
+    net = AtariQ((4, 84, 84), 6)
+    q_values, best = net(torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8))
+    assert q_values.shape == (2, 6) and torch.equal(best, q_values.max(-1).values)
+    first = net.conv[0]
+    assert torch.all(first.bias == 0)  # initialised as the actor-critic's shared conv body
+    rows = first.weight.reshape(32, -1)
+    assert torch.allclose(rows @ rows.T, 2.0 * torch.eye(32), atol=1e-4)  # orthogonal, gain sqrt 2

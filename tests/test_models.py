@@ -5,10 +5,10 @@ from lib.models import (
     SCALING_CHUNK,
     AtariA2C,
     MlpA2C,
-    _scaled_channels_last,
     evaluate,
     greedy_actions,
     sample_actions,
+    scaled_channels_last,
 )
 
 
@@ -50,7 +50,7 @@ def test_channels_last_conv_net_matches_the_plain_layout():
 def test_frames_are_scaled_exactly_across_chunk_boundaries():
     """Two whole chunks and a partial one: every frame converted once, and scaled once."""
     frames = torch.randint(0, 256, (2 * SCALING_CHUNK + 3, 4, 84, 84), dtype=torch.uint8)
-    scaled = _scaled_channels_last(frames)
+    scaled = scaled_channels_last(frames)
     assert torch.equal(scaled, frames.float() * (1 / 255.0))
     assert scaled.is_contiguous(memory_format=torch.channels_last)
 
