@@ -104,13 +104,15 @@ def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c") -> dict:
 
 
 def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float,
-                        ours_args: tuple[str, ...] = (), peer: Callable[[int, float], dict] = solve_sb3) -> dict:
-    """Our trainer (with ``ours_args``) and the SB3 ``peer`` to the 475 bound, seed by seed."""
+                        ours_args: tuple[str, ...] = (), peer: Callable[[int, float], dict] = solve_sb3,
+                        peer_seconds: float | None = None) -> dict:
+    """Our trainer (with ``ours_args``) and the SB3 ``peer`` to the 475 bound, seed by seed; the
+    peer gets ``peer_seconds`` (four times ours unless given)."""
     ours = [solve_ours(seed, max_seconds, ours_args) for seed in seeds]
     result = {"ours": ours, "ours_median_seconds": statistics.median(r["wall_seconds"] for r in ours),
               "ours_median_frames": statistics.median(r["frames"] for r in ours)}
     if with_sb3:
-        sb3 = [peer(seed, 4 * max_seconds) for seed in seeds]
+        sb3 = [peer(seed, peer_seconds or 4 * max_seconds) for seed in seeds]
         result |= {"sb3": sb3, "sb3_median_seconds": statistics.median(r["wall_seconds"] for r in sb3),
                    "sb3_median_frames": statistics.median(r["frames"] for r in sb3)}
         result["time_ratio"] = result["ours_median_seconds"] / result["sb3_median_seconds"]
@@ -320,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     if "dqn" in parts:
         with StealMeter() as steal:
             results["dqn"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "dqn"),
-                                                 functools.partial(solve_sb3, algo="dqn"))
+                                                 functools.partial(solve_sb3, algo="dqn"), peer_seconds=300.0)
         results["dqn"]["cpu_steal"] = steal.fraction
     if "solve" in parts:
         earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
