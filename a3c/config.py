@@ -18,11 +18,10 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import Any, NoReturn
 
-import numpy as np
-
 from lib.envs import EnvError, EnvInfo, describe_env
 from lib.loss import LossSettings
 from lib.models import HEADS
+from lib.replay import replay_bytes
 
 
 class ConfigError(ValueError):
@@ -206,8 +205,8 @@ class Config(Preset):
                                  "base ** (1 + alpha * i / (N - 1)) (Ape-X's 0.4 is for Atari; "
                                  "CartPole's mean-100 counts every env's episodes)", 0.05, above=0.0,
                                  at_most=1.0)
-    save_replay: bool = option("dqn: keep the replay buffer in checkpoints (replay_size x 2 "
-                               "observations); without it a resumed run refills it first", False)
+    save_replay: bool = option("dqn: keep the replay buffer in checkpoints (as large as the buffer "
+                               "itself); without it a resumed run refills it first", False)
     epsilon_alpha: float = option("dqn: how fast the envs' epsilons fall from the first to the "
                                   "last", 7.0, at_least=0.0)
 
@@ -411,14 +410,9 @@ def validate(config: Config, env_info: EnvInfo) -> None:
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
 
 
-def replay_bytes(config: Config, env_info: EnvInfo) -> int:
-    """Memory the replay buffer takes: each transition keeps its first and last observation."""
-    observation = int(np.prod(env_info.observation_shape)) * np.dtype(env_info.observation_dtype).itemsize
-    return config.replay_size * (2 * observation + 32)
-
-
 def _check_replay_fits(config: Config, env_info: EnvInfo) -> None:
-    needed = replay_bytes(config, env_info)
+    needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
+                          env_info.frame_stack)
     try:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # not a system that says: do not guess

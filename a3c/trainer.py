@@ -285,8 +285,10 @@ class Trainer:
         """DQN's replay buffer: the checkpoint's when it holds one, else an empty one (and a
         resumed run says it refills)."""
         config = self.config
-        run.replay = ReplayBuffer(config.replay_size, run.env_info.observation_shape,
-                                  run.env_info.observation_dtype, config.priority_alpha, config.prioritized)
+        info = run.env_info
+        run.replay = ReplayBuffer(config.replay_size, info.observation_shape, info.observation_dtype,
+                                  config.priority_alpha, config.prioritized,
+                                  frame_stack=info.frame_stack)
         restored = self._shared.restored
         if restored is not None and "replay" in restored:
             run.replay.load_state_dict(restored["replay"])

@@ -127,6 +127,11 @@ class EnvInfo:
     frames_per_step: int
     reward_threshold: float | None
 
+    @property
+    def frame_stack(self) -> int | None:
+        """How many frames each observation stacks on its first axis (Atari), else None."""
+        return ATARI_FRAME_STACK if self.atari else None
+
 
 def describe_env(env_id: str) -> EnvInfo:
     """Build one env, check that the nets can take it, and report its shapes.

@@ -1,10 +1,12 @@
 """Replay: the sum-tree's sums and search against brute force, sampling frequencies,
-importance weights by hand, priority updates, and the ring's wrap-around."""
+importance weights by hand, priority updates, the ring's wrap-around, and Atari frames
+stored once giving back the env's stacked observations."""
 import numpy as np
 import pytest
 
-from lib.experience import TransitionBatch
-from lib.replay import ReplayBuffer, SumTree
+from lib.envs import describe_env, make_vector_env
+from lib.experience import NStepAccumulator, TransitionBatch
+from lib.replay import FrameStore, ReplayBuffer, SumTree, replay_bytes
 
 
 def test_sum_tree_keeps_exact_sums_and_finds_prefix_intervals():
@@ -50,11 +52,13 @@ def test_the_ring_wraps_around_keeping_the_newest_rows():
     assert len(buffer) == 3
     slots = buffer.add(transitions(3, 4))  # 3, 4 fill the ring; 5, 6 overwrite 0, 1
     assert slots.tolist() == [3, 4, 0, 1] and len(buffer) == 5
-    assert buffer.states[:, 0].tolist() == [5, 6, 2, 3, 4]
-    assert buffer.last_states[:, 0].tolist() == [105, 106, 102, 103, 104]
-    assert buffer.dones.tolist() == [False, True, False, True, False]
+    rows = buffer.rows(np.arange(5))
+    assert rows.states[:, 0].tolist() == [5, 6, 2, 3, 4]
+    assert rows.last_states[:, 0].tolist() == [105, 106, 102, 103, 104]
+    assert rows.dones.tolist() == [False, True, False, True, False]
     buffer.add(transitions(10, 12))  # more than the ring holds: the newest five
-    assert sorted(buffer.states[:, 0].tolist()) == [17, 18, 19, 20, 21]
+    assert sorted(buffer.rows(np.arange(5)).states[:, 0].tolist()) == [17, 18, 19, 20, 21]
+    assert buffer.state_dict()["rewards"].tolist() == [17, 18, 19, 20, 21]  # oldest first
 
 
 def test_uniform_sampling_gives_weights_of_one_and_only_stored_rows():
@@ -104,3 +108,93 @@ def test_replay_refuses_rows_without_last_states_and_sampling_when_empty():
     rows.last_states = None
     with pytest.raises(ValueError, match="last states"):
         buffer.add(rows)
+
+
+def pong_transitions(steps: int, envs: int = 2, reward_steps: int = 3) -> list[TransitionBatch]:
+    """Random play in Pong cut short every 40 frames (so truncations and fresh zero-padded
+    stacks occur), as the actors turn it into n-step transitions with last states."""
+    import gymnasium as gym
+
+    spec = gym.spec("PongNoFrameskip-v4")
+    limit = spec.kwargs.get("max_num_frames_per_episode")
+    spec.kwargs["max_num_frames_per_episode"] = 40
+    try:
+        vector = make_vector_env("PongNoFrameskip-v4", envs, noop_max=0)
+    finally:
+        spec.kwargs["max_num_frames_per_episode"] = limit
+    accumulator = NStepAccumulator(envs, reward_steps, 0.99, vector.metadata["autoreset_mode"])
+    rng = np.random.default_rng(0)
+    batches = []
+    observations, _ = vector.reset(seed=0)
+    try:
+        for _ in range(steps):
+            actions = rng.integers(0, 6, size=envs)
+            next_observations, rewards, terminated, truncated, infos = vector.step(actions)
+            batch, _ = accumulator.step(observations, actions, rewards, terminated, truncated,
+                                        next_observations, infos)
+            if batch is not None:
+                batches.append(batch)
+            observations = next_observations
+    finally:
+        vector.close()
+    return batches
+
+
+def test_atari_frames_stored_once_give_back_the_envs_stacked_observations():
+    batches = pong_transitions(60)
+    info = describe_env("PongNoFrameskip-v4")
+    buffer = ReplayBuffer(1000, info.observation_shape, info.observation_dtype, frame_stack=info.frame_stack)
+    slots = np.concatenate([buffer.add(batch) for batch in batches])
+    sent = TransitionBatch.concatenate(batches)
+    stored = buffer.rows(slots)
+    assert len(sent) > 100 and sent.dones.sum() == 0 and sent.steps.min() < 3  # truncations happened
+    assert np.array_equal(stored.states, sent.states) and np.array_equal(stored.last_states, sent.last_states)
+    assert np.array_equal(stored.actions, sent.actions) and np.array_equal(stored.steps, sent.steps)
+    distinct = np.unique(np.concatenate([sent.states, sent.last_states]).reshape(-1, 84 * 84), axis=0)
+    assert buffer.observations.frames_in_use == len(distinct) < 1.2 * len(sent)  # 8 a transition if kept whole
+
+
+def test_frames_are_freed_with_the_last_transition_that_uses_them_and_room_is_made():
+    batches = pong_transitions(60)
+    info = describe_env("PongNoFrameskip-v4")
+    buffer = ReplayBuffer(20, info.observation_shape, info.observation_dtype, frame_stack=4)
+    buffer.observations = FrameStore(20, info.observation_shape, info.observation_dtype, frame_capacity=16)
+    for batch in batches:  # wraps the ring many times over; 16 frames hold fewer than 20 rows
+        slots = buffer.add(batch)
+        stored = buffer.rows(slots)
+        assert np.array_equal(stored.states, batch.states) and np.array_equal(stored.last_states, batch.last_states)
+    store = buffer.observations
+    assert 0 < len(buffer) < 20 and store.frames_in_use <= 16
+    live = (buffer._oldest + np.arange(len(buffer))) % 20
+    users = np.bincount(np.concatenate([store.state_frames[live], store.last_frames[live]]).ravel(),
+                        minlength=16)
+    assert np.array_equal(users, store.users)  # each frame counted once per use, freed ones at 0
+    newest = TransitionBatch.concatenate(batches)[-len(buffer):]
+    assert np.array_equal(buffer.rows(live).states, newest.states)
+
+
+def test_a_frame_store_checkpoint_keeps_only_the_used_frames_and_restores_the_rows():
+    batches = pong_transitions(30)
+    info = describe_env("PongNoFrameskip-v4")
+    buffer = ReplayBuffer(50, info.observation_shape, info.observation_dtype, frame_stack=4)
+    for batch in batches:
+        buffer.add(batch)
+    buffer.update_priorities(np.arange(5), np.arange(5.0))
+    state = buffer.state_dict()
+    assert len(state["frames"]) == buffer.observations.frames_in_use
+    smaller = ReplayBuffer(30, info.observation_shape, info.observation_dtype, frame_stack=4)
+    smaller.load_state_dict(state)
+    kept = (buffer._oldest + np.arange(len(buffer)))[-30:] % 50  # the newest 30, oldest first
+    assert np.array_equal(smaller.rows(np.arange(30)).states, buffer.rows(kept).states)
+    assert np.array_equal(smaller.rows(np.arange(30)).last_states, buffer.rows(kept).last_states)
+    assert np.array_equal(smaller.priorities.get(np.arange(30)), buffer.priorities.get(kept))
+    again = smaller.rows(np.arange(30))
+    smaller.add(again)  # frames it already holds are found again, not stored twice
+    assert smaller.observations.frames_in_use == len(np.unique(
+        np.concatenate([again.states, again.last_states]).reshape(-1, 84 * 84), axis=0))
+
+
+def test_replay_memory_is_planned_at_about_one_frame_a_transition_for_atari():
+    atari = replay_bytes(10**6, (4, 84, 84), "uint8", frame_stack=4)
+    whole = replay_bytes(10**6, (4, 84, 84), "uint8")
+    assert 7.0e9 < atari < 7.8e9 and whole > 56e9
