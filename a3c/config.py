@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import os
 import sys
 import typing
@@ -134,6 +135,7 @@ VECTOR_PRESET = vector_preset(CORES)
 REFERENCE_PRESET = reference_preset(CORES)
 PRESETS = ("default", "reference")
 ATARI_STOP_REWARDS = {"Pong": 18.0}
+BACKENDS = ("mp", "ray")
 MODES = ("data", "grads")
 ALGOS = ("a3c", "dqn")
 
@@ -170,6 +172,10 @@ class Config(Preset):
                        "the children fill, acting epsilon-greedy", "a3c", choices=ALGOS)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
+    backend: str = option("mp: children are processes on this machine; ray: Ray actors on any "
+                          "node of a Ray cluster (the `ray` extra)", "mp", choices=BACKENDS)
+    ray_address: str | None = option("--backend ray: HOST:PORT of a running Ray cluster (default: a "
+                                     "local Ray, started and stopped with the run)", None)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
@@ -399,6 +405,7 @@ def validate(config: Config, env_info: EnvInfo) -> None:
         raise ConfigError("--mode grads is for A3C; --algo dqn learns from a replay buffer in data mode")
     if config.algo == "dqn":
         _check_replay_fits(config, env_info)
+    _check_backend(config)
     if config.heads == "shared" and not env_info.atari and config.algo == "a3c":
         raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
     if config.cuda:
@@ -420,6 +427,21 @@ def _check_replay_fits(config: Config, env_info: EnvInfo) -> None:
     if needed > available:
         raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
                           f"memory and {available / 2**30:.1f} GiB are free")
+
+
+def _check_backend(config: Config) -> None:
+    if config.backend != "ray":
+        if config.ray_address is not None:
+            raise ConfigError("--ray-address is for --backend ray")
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError("--backend ray needs Ray: pip install 'a3c[ray]'")
+    if config.mode == "grads":
+        raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
+    if config.ray_address is not None:
+        from a3c.ray_cluster import check_address
+
+        check_address(config.ray_address)
 
 
 def is_writable_dir(path: str) -> bool:

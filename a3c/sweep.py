@@ -12,7 +12,6 @@ the sweep, on 127.0.0.1, without its dashboard, and stops with it.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, value_type
+from a3c.ray_cluster import connect, disconnect
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -83,17 +83,10 @@ def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial
               ray_address: str | None = None) -> list[dict[str, Any]]:
     """Run every trial on Ray Tune, each asking for ``per_trial`` CPUs; each trial's
     settings with its last reported figures."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    started_here = connect(ray_address)
     import ray
     from ray import tune
 
-    started_here = not ray.is_initialized()
-    if started_here:
-        if ray_address:
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-                     _node_ip_address="127.0.0.1")
     try:
         available = int(ray.cluster_resources().get("CPU", 1))
         tuner = tune.Tuner(
@@ -109,8 +102,7 @@ def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial
                          "error": None if result.error is None else str(result.error).splitlines()[0]})
         return rows
     finally:
-        if started_here:
-            ray.shutdown()
+        disconnect(started_here)
 
 
 def summarize(rows: list[dict[str, Any]], grid_names: Sequence[str]) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -49,6 +49,9 @@ from a3c.worker import env_epsilons, worker_main
 from lib.envs import make_env
 from lib.replay import ReplayBuffer
 from lib.trackers import MeanTracker, ProgressReporter
+
+if TYPE_CHECKING:
+    from a3c.ray_pool import RayWorkerPool
 
 GET_TIMEOUT_SECONDS = 1.0
 BEST_CHECK_SECONDS = 10.0
@@ -95,7 +98,7 @@ class Trainer:
         self.callbacks = list(callbacks)
         self._shared = share_net(config, restored)
         self.run_dir = make_run_dir(config)
-        self._pool: WorkerPool | None = None
+        self._pool: WorkerPool | RayWorkerPool | None = None
         self._run: Run | None = None
         self._steps: TransitionSteps | GradientSteps | ReplaySteps | None = None
         self._stop_reason: str | None = None
@@ -249,10 +252,15 @@ class Trainer:
         if self._pool is not None:
             return
         config, shared = self.config, self._shared
-        self._pool = WorkerPool(worker_main, (config, shared.net, shared.version_counter),
-                                config.processes, config.queue_capacity,
-                                config.seed + shared.transitions_done,
-                                slot_layout(config, shared.env_info, shared.net))
+        base_seed = config.seed + shared.transitions_done
+        if config.backend == "ray":
+            from a3c.ray_pool import RayWorkerPool
+
+            self._pool = RayWorkerPool(config, shared.env_info, shared.net, shared.version_counter, base_seed)
+        else:
+            self._pool = WorkerPool(worker_main, (config, shared.net, shared.version_counter),
+                                    config.processes, config.queue_capacity, base_seed,
+                                    slot_layout(config, shared.env_info, shared.net))
         if self._env_task is not None:
             self._pool.set_env_task(self._env_task)
         self._pool.start()

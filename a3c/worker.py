@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -115,6 +116,14 @@ def off_policy_acting(config: Config, worker_id: int) -> dict:
             "send_last_states": True}
 
 
+def make_vector_actor(config: Config, net: nn.Module, policy_version: Callable[[], int], seed: int,
+                      worker_id: int) -> VectorActor:
+    """Child ``worker_id``'s envs and acting, on either backend."""
+    return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
+                       policy_version, seed, config.bf16, config.clip_rewards,
+                       **off_policy_acting(config, worker_id))
+
+
 def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, channel: ChildChannel,
             seed: int) -> None:
     """Act and send the transitions (or their gradients) and finished episodes until told
@@ -125,9 +134,7 @@ def collect(config: Config, net: nn.Module, version_counter: torch.Tensor, chann
         sender = GradientSender(config, net, version_counter, channel, next(net.parameters()).device)
     else:
         sender = TransitionSender(net, version_counter, channel)
-    actor = VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma,
-                        sender.acting_net, sender.policy_version, seed, config.bf16,
-                        config.clip_rewards, **off_policy_acting(config, channel.worker_id))
+    actor = make_vector_actor(config, sender.acting_net, sender.policy_version, seed, channel.worker_id)
     try:
         while not channel.stop_event.is_set() and os.getppid() == parent_pid:
             task = channel.poll_task()

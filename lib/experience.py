@@ -50,6 +50,11 @@ class TransitionBatch:
             name: None if column is None else column[rows] for name, column in self._columns()
         })
 
+    def copy(self) -> TransitionBatch:
+        """The same rows in arrays of its own (writable, whatever memory they came from)."""
+        return TransitionBatch(**{name: None if column is None else np.array(column)
+                                  for name, column in self._columns()})
+
     def columns_but_states(self) -> dict[str, np.ndarray | None]:
         """Every column except ``states``: what travels beside a shared-memory slot that
         holds the states (``TransitionBatch(states=..., **columns)`` puts them back)."""

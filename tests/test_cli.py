@@ -51,6 +51,13 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--replay-size", "0"], "--replay-size"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--mode", "grads"], "A3C"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "sarsa"], "--algo"),
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "spark"], "--backend"),
+    (["-n", "x", "--env", "CartPole-v1", "--ray-address", "127.0.0.1:6379"], "is for --backend ray"),
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"], "data mode"),
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "nowhere"], "HOST:PORT"),
+    # nothing listens on port 1 of this machine: refused at once, never a minute of retries
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "127.0.0.1:1"],
+     "--ray-address 127.0.0.1:1: cannot connect"),
 ]
 if not torch.cuda.is_available():
     BAD_INPUTS.append((["-n", "x", "--env", "CartPole-v1", "--cuda"], "CUDA"))

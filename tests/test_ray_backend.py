@@ -1,0 +1,57 @@
+"""The Ray backend on a real two-node cluster on this machine, inside a network namespace
+the test creates (only loopback up, so Ray can reach no other address): actors on both
+nodes, CartPole solved after a node is lost, DQN's blocks reaching the replay buffer, a
+Ctrl-C that stops every actor and the Ray the run started, and a resume. Bad backend flags
+are one line and exit 2 (tests/test_cli.py)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from a3c.config import make_config
+from a3c.ray_pool import block_steps, blocks_in_flight
+from tests.test_sweep import ROOT, _namespace_problem
+
+
+def test_blocks_hold_a_learner_batch_and_as_many_transitions_in_flight_as_the_queues():
+    pong = make_config(env="PongNoFrameskip-v4", backend="ray", processes=1, envs_per_process=32)
+    assert block_steps(pong) == 4  # 128 transitions a block
+    assert blocks_in_flight(pong) == 2  # 8 queue slots of 32 transitions
+    small = make_config(env="CartPole-v1", backend="ray", processes=2, envs_per_process=8, batch_size=20)
+    assert block_steps(small) == 3 and blocks_in_flight(small) >= 2
+
+
+@pytest.fixture(scope="module")
+def seen():
+    pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
+    problem = _namespace_problem()
+    if problem:
+        pytest.skip(problem)
+    finished = subprocess.run(["unshare", "-n", sys.executable, "-m", "tests.ray_scenarios"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=540, check=False)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-5000:]
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(600)
+def test_actors_spread_over_both_nodes_and_cartpole_is_solved_after_one_node_is_lost(seen):
+    cluster = seen["cluster"]
+    assert len(cluster["nodes_at_start"]) == 4 and len(set(cluster["nodes_at_start"])) == 2
+    after = cluster["after_node_loss"]
+    assert after["reason"] == "solved", after
+    assert after["worker_restarts"] >= 1 and after["frames"] > cluster["frames_before_loss"]
+
+
+@pytest.mark.timeout(600)
+def test_dqn_on_ray_fills_its_replay_buffer_and_learns_from_it(seen):
+    dqn = seen["cluster"]["dqn"]
+    assert dqn["replay"] >= 500 and dqn["steps"] >= 50
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_resumes(seen):
+    own = seen["own"]
+    assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["checkpoint"], own["output"]
+    assert own["descendants"] >= 3 and own["left"] == [], own["output"]
+    assert own["resumed_exit_code"] == 0 and own["resumed_frames"] > own["frames"], own["resumed_output"]
