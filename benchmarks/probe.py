@@ -46,7 +46,7 @@ from lib.loss import LossSettings
 from lib.models import build_net, evaluate
 
 
-def _rate(work, items_per_call: int, seconds: float) -> float:
+def rate(work, items_per_call: int, seconds: float) -> float:
     """Items per second of ``work()`` over about ``seconds``, after one warm-up call."""
     work()
     calls, started = 0, time.perf_counter()
@@ -67,7 +67,7 @@ def inference_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[],
     """One acting forward pass at the children's batch size."""
     env_info = describe_env(env_id)
     net = build_net(env_info, ATARI_PRESET.heads)
-    observations = torch.as_tensor(_random_observations(env_info, batch))
+    observations = torch.as_tensor(random_observations(env_info, batch))
     return lambda: evaluate(net, observations, bf16)
 
 
@@ -78,14 +78,14 @@ def training_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], 
                       lr=1e-4, adam_eps=1e-3, clip_grad=0.1, device="cpu")
     rng = np.random.default_rng(0)
     transitions = TransitionBatch(
-        states=_random_observations(env_info, batch),
+        states=random_observations(env_info, batch),
         actions=rng.integers(0, env_info.n_actions, batch), rewards=rng.normal(size=batch).astype(np.float32),
         dones=np.zeros(batch, bool), steps=np.full(batch, 4), last_values=np.zeros(batch, np.float32),
     )
     return lambda: learner.step(transitions)
 
 
-def _random_observations(env_info, batch: int) -> np.ndarray:
+def random_observations(env_info, batch: int) -> np.ndarray:
     shape = (batch, *env_info.observation_shape)
     if env_info.observation_dtype == "uint8":
         return np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
@@ -93,7 +93,7 @@ def _random_observations(env_info, batch: int) -> np.ndarray:
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """torch on one thread inside, as each stage runs in the trainer; the caller's count after."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -117,7 +117,7 @@ def _built_stages(env_id: str, child_batch: int, learner_batch: int,
     # every process that times the stages runs them with the trainer's memory and float modes
     keep_freed_memory()
     flush_denormals()
-    with _one_thread():
+    with one_thread():
         env_step, close_envs = env_stage(env_id, child_batch)
         stages = [(env_step, child_batch), (inference_stage(env_id, child_batch, bf16), child_batch),
                   (training_stage(env_id, learner_batch, bf16), learner_batch)]
@@ -136,7 +136,7 @@ def _companion_main(settings: tuple[str, int, int, bool], seconds: float, core: 
     try:
         while (stage := requests.recv()) is not None:
             work, items = stages[stage]
-            requests.send(_rate(work, items, seconds))
+            requests.send(rate(work, items, seconds))
     except EOFError:
         pass
     finally:
@@ -189,14 +189,14 @@ class LimitProbe:
         process on one core: the env's stepping thread shares it with the code that waits
         for its frames, as the scheduler keeps them in the trainer's busy children
         (``benchmarks.affinity``)."""
-        with _one_thread(), pinned_to_one_core() as core:
+        with one_thread(), pinned_to_one_core() as core:
             self.pinned_core = core
             for _ in range(rounds):
                 for stage, (work, items) in enumerate(self._stages):
-                    self.readings[stage].append(_rate(work, items, self.seconds))
+                    self.readings[stage].append(rate(work, items, self.seconds))
                     for _, requests in self._companions:
                         requests.send(stage)
-                    mine = _rate(work, items, self.seconds)
+                    mine = rate(work, items, self.seconds)
                     theirs = [requests.recv() for _, requests in self._companions]
                     self.all_core_readings[stage].append(statistics.fmean([mine, *theirs]))
 

@@ -256,6 +256,47 @@ def _dqn_section(dqn: dict) -> list[str]:
                              image=None)
 
 
+GPU_LEARNER_TRANSITIONS_PER_SECOND = 25_000
+"""Not measured here: Sample Factory (Petrenko et al. 2020) trains above 100,000 env
+frames/s on one machine with one GPU learner, 25,000 transitions at frame skip 4; a floor
+for what one GPU learner takes, since theirs was not their limit."""
+HOST_CORES = (8, 16, 32, 64)
+
+
+def ray_report(results: dict) -> str:
+    return "\n".join([*_header("The Ray backend: throughput and the costs of an actor", results),
+                      *_ray_section(results["ray"])])
+
+
+def _ray_section(ray: dict) -> list[str]:
+    first, again = ray["mp"]
+    costs = ray["costs"]
+    lines = [
+        f"### Pong, --backend ray against processes ({ray['ray']['window_seconds']:.0f}-second windows, in turn)", "",
+        _row("backend", "transitions/s", "frames/s", "policy lag"), _row("-", "-", "-", "-"),
+        *[_row(name, f"{run['transitions_per_second']:,.0f}", f"{run['frames_per_second']:,.0f}",
+               f"{run['policy_lag']:.2f}")
+          for name, run in (("processes (first)", first), ("ray", ray["ray"]), ("processes (again)", again))],
+        "", f"Ray's throughput over the mean of the two process windows: **{ray['ratio']:.0%}**.", "",
+        (f"### What one actor spends per transition ({costs['envs_per_actor']} envs, blocks of "
+         f"{costs['block_transitions']} transitions, {costs['block_bytes'] / 2**20:.1f} MiB)"), "",
+        _row("cost", "ms per transition"), _row("-", "-"),
+        *[_row(name.replace("_", " "), f"{ms:.4f}") for name, ms in costs["per_transition_ms"].items()],
+        "", (f"One actor on one core: **{costs['actor_transitions_per_second']:,.0f} transitions/s** (the weights "
+             f"counted as if fetched for every block: {costs['weight_bytes'] / 2**20:.1f} MiB each time)."), "",
+        "### Actor hosts one learner can feed (an actor a core)", "",
+        _row("learner", "transitions/s", *[f"{cores}-core hosts" for cores in HOST_CORES]),
+        _row("-", "-", *["-"] * len(HOST_CORES)),
+    ]
+    learners = [(f"this CPU, {name.replace('_', ' ')}", rate)
+                for name, rate in costs["learner_transitions_per_second"].items()]
+    learners.append(("a GPU (published, not measured)", GPU_LEARNER_TRANSITIONS_PER_SECOND))
+    actor = costs["actor_transitions_per_second"]
+    for name, rate in learners:
+        lines.append(_row(name, f"{rate:,.0f}", *[f"{rate / (actor * cores):.1f}" for cores in HOST_CORES]))
+    return [*lines, ""]
+
+
 def markdown_report(results: dict) -> str:
     lines = [
         *_header("Benchmarks", results),

@@ -22,6 +22,7 @@ import datetime
 import functools
 import importlib.util
 import json
+import os
 import platform
 import shlex
 import signal
@@ -38,7 +39,14 @@ import psutil
 from a3c.config import ATARI_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
-from benchmarks.report import dqn_report, markdown_report, plot_cartpole, plot_solve, solve_report
+from benchmarks.report import (
+    dqn_report,
+    markdown_report,
+    plot_cartpole,
+    plot_solve,
+    ray_report,
+    solve_report,
+)
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
@@ -47,6 +55,7 @@ PONG = "PongNoFrameskip-v4"
 PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
 SB3_ZOO_ATARI_ENVS = 16
+NAMESPACE_FLAG = "A3C_BENCHMARK_IN_NAMESPACE"
 SOLVE_SECONDS = 2700.0
 """Issue 26's limit for Pong to 18 on 2 cores: 45 minutes."""
 
@@ -159,6 +168,28 @@ def mode_comparison(seeds: list[int], warmup: float, window: float, max_seconds:
     return result
 
 
+def backend_comparison(warmup: float, window: float, trainer_args: list[str]) -> dict:
+    """Pong throughput on the process backend, on Ray (a local Ray of the run's own), and on
+    processes again, so that the machine's drift between windows shows; Ray's ratio is to
+    the mean of the two process windows. Then the per-actor costs behind docs/scaling.md."""
+    from benchmarks.ray_costs import measure
+
+    first = run_trainer_window(PONG, warmup, window, trainer_args)
+    ray = run_trainer_window(PONG, warmup, window, [*trainer_args, "--backend", "ray"])
+    again = run_trainer_window(PONG, warmup, window, trainer_args)
+    mp_rate = statistics.fmean(run["transitions_per_second"] for run in (first, again))
+    return {"mp": [first, again], "ray": ray, "ratio": ray["transitions_per_second"] / mp_rate,
+            "costs": measure()}
+
+
+def in_own_network_namespace(argv: list[str]) -> int:
+    """Run this benchmark again inside a network namespace of its own with only loopback up,
+    where Ray can reach no other address; its exit code."""
+    inner = shlex.join([sys.executable, "-m", "benchmarks.run", *argv])
+    command = f"ip link set lo up && {NAMESPACE_FLAG}=1 RAY_AUTH_MODE=disabled {inner}"
+    return subprocess.run(["unshare", "-n", "bash", "-c", command], cwd=ROOT, check=False).returncode
+
+
 def machine() -> dict:
     import ale_py
     import gymnasium
@@ -237,12 +268,14 @@ def exit_on_sigterm() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
-    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn"],
+    parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
+                                           "ray"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
-                             "(--algo dqn against SB3 DQN on CartPole) and solve (Pong from scratch "
-                             "to 18 for each seed, then SB3 for as long; about 2 hours) run only "
-                             "when named")
+                             "(--algo dqn against SB3 DQN on CartPole), ray (Pong on --backend ray "
+                             "against processes, and the per-actor costs; in a network namespace "
+                             "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
+                             "for as long; about 2 hours) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -261,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     exit_on_sigterm()
     parts = set(args.only or ["denormals", "probe", "pong", "cartpole"])
+    if "ray" in parts and not os.environ.get(NAMESPACE_FLAG):
+        return in_own_network_namespace(argv if argv is not None else sys.argv[1:])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
@@ -324,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
             results["dqn"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "dqn"),
                                                  functools.partial(solve_sb3, algo="dqn"), peer_seconds=300.0)
         results["dqn"]["cpu_steal"] = steal.fraction
+    if "ray" in parts:
+        results["ray"] = backend_comparison(warmup, window, trainer_args)
+        print("ray:", json.dumps(results["ray"]["costs"], indent=1), flush=True)
     if "solve" in parts:
         earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
@@ -345,9 +383,11 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "pong_solve.md").write_text(solve_report(results))
         if "dqn" in results:
             (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
-        if parts - {"solve", "dqn"}:
+        if "ray" in results:
+            (ROOT / "docs" / "ray_benchmark.md").write_text(ray_report(results))
+        if parts - {"solve", "dqn", "ray"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
-                {key: value for key, value in results.items() if key != "dqn"}))
+                {key: value for key, value in results.items() if key not in ("dqn", "ray")}))
     print(f"results in {out}/benchmark-{stamp}.json")
     return 0
 

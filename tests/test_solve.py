@@ -102,3 +102,25 @@ def test_the_dqn_part_reports_each_seed_against_sb3_dqn():
     assert "| 1 | 60.0 | 400,000 | 300.0 (not solved) | 90,000 |" in report
     assert "**0.25** at most: SB3 DQN (RL zoo) did not solve every seed" in report
     assert "cartpole.png" not in report
+
+
+def test_the_ray_part_reports_both_backends_the_costs_and_the_hosts_one_learner_feeds():
+    from benchmarks.report import GPU_LEARNER_TRANSITIONS_PER_SECOND, ray_report
+
+    def window(rate):
+        return {"transitions_per_second": rate, "frames_per_second": 4 * rate, "policy_lag": 1.5,
+                "window_seconds": 60.0}
+
+    costs = {"envs_per_actor": 32, "block_transitions": 128, "block_bytes": 3 * 2**20, "weight_bytes": 6 * 2**20,
+             "per_transition_ms": {"env_step": 0.3, "inference": 0.2, "object_store": 0.1},
+             "actor_transitions_per_second": 1000 / 0.6,
+             "learner_transitions_per_second": {"one_thread": 1300.0, "2_threads": 2000.0}}
+    ray = {"mp": [window(1500.0), window(1300.0)], "ray": window(1260.0), "ratio": 0.9, "costs": costs}
+    report = ray_report({"command": "x", "machine": {"cpu": "c", "cores": 2, "memory_gib": 1, "platform": "p",
+                                                     "versions": {}}, "ray": ray})
+    assert "| ray | 1,260 | 5,040 | 1.50 |" in report and "**90%**" in report
+    assert "| env step | 0.3000 |" in report and "**1,667 transitions/s**" in report
+    # 2,000 transitions/s over 8 actors of 1,667 each: 0.15 of an 8-core host; the GPU's 25,000: 1.9
+    assert "| this CPU, 2 threads | 2,000 | 0.1 | 0.1 | 0.0 | 0.0 |" in report
+    gpu_hosts = GPU_LEARNER_TRANSITIONS_PER_SECOND / (costs["actor_transitions_per_second"] * 8)
+    assert f"| a GPU (published, not measured) | 25,000 | {gpu_hosts:.1f} |" in report
