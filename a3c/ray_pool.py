@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -156,7 +157,7 @@ class RayWorkerPool:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        self._started_here = connect(self._config.ray_address, max(self._config.processes + 1, 2))
+        self._started_here = connect(self._config.ray_address, max(os.cpu_count() or 1, self._config.processes))
         here = ray.get_runtime_context().get_node_id()
         self._board = ray.remote(WeightBoard).options(
             num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
