@@ -171,6 +171,10 @@ def test_frames_are_freed_with_the_last_transition_that_uses_them_and_room_is_ma
     assert np.array_equal(users, store.users)  # each frame counted once per use, freed ones at 0
     newest = TransitionBatch.concatenate(batches)[-len(buffer):]
     assert np.array_equal(buffer.rows(live).states, newest.states)
+    rng = np.random.default_rng(5)
+    assert set(buffer.sample(200, beta=0.4, rng=rng)[1]) <= set(live)  # dropped slots have priority 0
+    buffer.prioritized = False
+    assert set(buffer.sample(200, beta=0.4, rng=rng)[1]) == set(live)  # uniform over the live ones
 
 
 def test_a_frame_store_checkpoint_keeps_only_the_used_frames_and_restores_the_rows():
