@@ -124,3 +124,17 @@ def test_the_ray_part_reports_both_backends_the_costs_and_the_hosts_one_learner_
     assert "| this CPU, 2 threads | 2,000 | 0.1 | 0.1 | 0.0 | 0.0 |" in report
     gpu_hosts = GPU_LEARNER_TRANSITIONS_PER_SECOND / (costs["actor_transitions_per_second"] * 8)
     assert f"| a GPU (published, not measured) | 25,000 | {gpu_hosts:.1f} |" in report
+
+
+def test_the_curve_table_takes_rates_over_each_interval_by_hand():
+    from benchmarks.curve import interval_table
+
+    def record(seconds, frames, steps, mean):
+        return {"seconds": seconds, "frames": frames, "transitions": frames // 4, "policy_version": steps,
+                "mean_reward_100": mean}
+
+    records = [record(0, 0, 0, None), record(300, 40_000, 500, -21.0), record(600, 400_000, 5_000, -20.5),
+               record(700, 520_000, 6_500, -20.0)]
+    rows = interval_table(records, every=600, batch_size=32).splitlines()[2:]
+    # 0-600 s: 5,000 steps of 32 over 100,000 transitions; 600-700 s, the last: 1,500 steps, 30,000
+    assert rows == ["| 10 | 400,000 | -20.50 | 8.3 | 667 | 1.60 |", "| 12 | 520,000 | -20.00 | 15.0 | 1,200 | 1.60 |"]

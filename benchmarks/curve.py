@@ -1,0 +1,60 @@
+"""A run's learning curve from its directory: a PNG of the mean-100 reward against minutes
+and frames, and a markdown table by interval of frames, mean-100, optimizer steps per
+second, frames per second and transitions sampled per transition received (the replay
+ratio; for A3C, the batch over the transitions each step consumes).
+
+    python -m benchmarks.curve runs/RUN --every 600 --png docs/dqn_pong.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from a3c.load import PROGRESS_FILE
+from a3c.run import read_checkpoint
+from benchmarks.report import plot_solve
+
+
+def progress_records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / PROGRESS_FILE).read_text().splitlines() if line.strip()]
+
+
+def interval_table(records: list[dict], every: float, batch_size: int) -> str:
+    """One row per ``every`` seconds: the figures over that interval, the mean-100 at its end."""
+    rows = ["| minutes | frames | mean-100 | optimizer steps/s | frames/s | sampled per received |",
+            "| - | - | - | - | - | - |"]
+    start = records[0]
+    for record in records[1:]:
+        if record["seconds"] - start["seconds"] < every and record is not records[-1]:
+            continue
+        seconds = record["seconds"] - start["seconds"]
+        steps = record["policy_version"] - start["policy_version"]
+        received = record["transitions"] - start["transitions"]
+        mean = record["mean_reward_100"]
+        rows.append(f"| {record['seconds'] / 60:.0f} | {record['frames']:,} | "
+                    f"{'n/a' if mean is None else f'{mean:.2f}'} | {steps / seconds:.1f} | "
+                    f"{(record['frames'] - start['frames']) / seconds:,.0f} | "
+                    f"{batch_size * steps / received if received else 0.0:.2f} |")
+        start = record
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--every", type=float, default=600.0, help="seconds per table row")
+    parser.add_argument("--png", type=Path, default=None, help="write the curve here")
+    parser.add_argument("--goal", type=float, default=18.0, help="the line drawn across the plot")
+    args = parser.parse_args(argv)
+    records = progress_records(args.run_dir)
+    config = read_checkpoint(str(args.run_dir / "checkpoint.pt"))["config"]
+    print(interval_table(records, args.every, config["batch_size"]))
+    if args.png is not None:
+        curve = [(record["seconds"], record["frames"], record["mean_reward_100"]) for record in records]
+        plot_solve({"goal": args.goal, "ours": [{"seed": config["seed"], "curve": curve}]}, args.png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
