@@ -120,6 +120,17 @@ def dqn_atari_preset(cores: int) -> Preset:
                                clip_grad=10.0, adam_eps=1.5e-4, entropy_beta=0.0)
 
 
+DQN_VECTOR_REPLAY = {"replay_size": 100_000, "replay_ratio": 4.0, "learning_starts": 1_000,
+                     "target_sync": 250, "beta_steps": 20_000, "epsilon_base": 0.05}
+"""The replay and exploration of ``--algo dqn`` on vector observations: from the CartPole
+sweeps (docs/dqn.md)."""
+DQN_ATARI_REPLAY = {"replay_size": 1_000_000, "replay_ratio": 2.0, "learning_starts": 20_000,
+                    "target_sync": 2_000, "beta_steps": 100_000, "epsilon_base": 0.4}
+"""On Atari: a million transitions (about 7 GB, frames stored once), Ape-X's epsilons, the
+target copied every 2,000 steps; two samples a transition, as the learner's steps on a CPU
+are few (docs/dqn.md, "Pong")."""
+
+
 def grads_layout(preset: Preset, cores: int, atari: bool) -> Preset:
     """In grads mode the children also train and the learner only sums and steps, so the
     children get every core. Atari keeps the data-mode envs in total; vector envs are halved,
@@ -190,13 +201,14 @@ class Config(Preset):
                              at_least=0)
     eval_episodes: int = option("episodes per evaluation", 5, at_least=1)
     resume: str | None = option("checkpoint.pt of a run to continue", None)
-    replay_size: int = option("dqn: transitions the replay buffer holds", 100_000, at_least=1)
+    replay_size: int = option("dqn: transitions the replay buffer holds", None, at_least=1, family=True)
     replay_ratio: float = option("dqn: transitions sampled per transition received; the learner "
-                                 "waits for data above it, the children for the learner below", 4.0,
-                                 above=0.0)
-    learning_starts: int = option("dqn: transitions stored before the first step", 1_000, at_least=1)
+                                 "waits for data above it, the children for the learner below", None,
+                                 above=0.0, family=True)
+    learning_starts: int = option("dqn: transitions stored before the first step", None, at_least=1,
+                                  family=True)
     target_sync: int = option("dqn: optimizer steps between hard copies of the net to the target "
-                              "net", 250, at_least=1)
+                              "net", None, at_least=1, family=True)
     tau: float = option("dqn: Polyak weight of the target net's update every step instead of hard "
                         "copies (0: hard copies)", 0.0, at_least=0.0, at_most=1.0)
     dueling: bool = option("dqn: a dueling head, V(s) + A(s, a) - mean A", True)
@@ -206,11 +218,12 @@ class Config(Preset):
     priority_alpha: float = option("dqn: priority exponent alpha", 0.6, at_least=0.0)
     priority_beta: float = option("dqn: importance-sampling exponent beta at the start, annealed "
                                   "to 1", 0.4, at_least=0.0, at_most=1.0)
-    beta_steps: int = option("dqn: optimizer steps over which beta rises to 1", 20_000, at_least=1)
+    beta_steps: int = option("dqn: optimizer steps over which beta rises to 1", None, at_least=1,
+                             family=True)
     epsilon_base: float = option("dqn: the most exploring env's epsilon; env i of N explores with "
-                                 "base ** (1 + alpha * i / (N - 1)) (Ape-X's 0.4 is for Atari; "
-                                 "CartPole's mean-100 counts every env's episodes)", 0.05, above=0.0,
-                                 at_most=1.0)
+                                 "base ** (1 + alpha * i / (N - 1)) (Ape-X's 0.4 for Atari; lower for "
+                                 "vector envs, where the mean-100 counts every env's episodes)", None,
+                                 above=0.0, at_most=1.0, family=True)
     save_replay: bool = option("dqn: keep the replay buffer in checkpoints (as large as the buffer "
                                "itself); without it a resumed run refills it first", False)
     epsilon_alpha: float = option("dqn: how fast the envs' epsilons fall from the first to the "
@@ -280,6 +293,9 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _help(setting: dataclasses.Field) -> str:
     text = setting.metadata["help"]
+    if setting.name in DQN_ATARI_REPLAY:
+        text += (f"; default: {DQN_ATARI_REPLAY[setting.name]:g} for Atari, "
+                 f"{DQN_VECTOR_REPLAY[setting.name]:g} for vector observations")
     if setting.name in PRESET_NAMES:
         atari, vector = getattr(ATARI_PRESET, setting.name), getattr(VECTOR_PRESET, setting.name)
         reference = getattr(REFERENCE_PRESET, setting.name)
@@ -353,8 +369,8 @@ def _family_values(values: dict[str, Any], env_info: EnvInfo) -> dict[str, Any]:
         preset = ATARI_PRESET if env_info.atari else VECTOR_PRESET
     if values["mode"] == "grads":
         preset = grads_layout(preset, CORES, env_info.atari)
-    return {**dataclasses.asdict(preset), "clip_rewards": env_info.atari,
-            "stop_reward": _stop_reward(env_info)}
+    return {**dataclasses.asdict(preset), **(DQN_ATARI_REPLAY if env_info.atari else DQN_VECTOR_REPLAY),
+            "clip_rewards": env_info.atari, "stop_reward": _stop_reward(env_info)}
 
 
 def _stop_reward(env_info: EnvInfo) -> float | None:

@@ -167,3 +167,12 @@ def test_every_config_field_is_one_flag_and_one_keyword_with_its_help():
     argv = ["-n", "same", "--env", "CartPole-v1", "--lr", "0.002", "--no-collapse-rollback", "--mode", "grads"]
     assert parse_config(argv) == make_config(name="same", env="CartPole-v1", lr=0.002,
                                              collapse_rollback=False, mode="grads")
+
+
+def test_dqn_replay_settings_come_from_the_env_family_and_flags_override():
+    pong = parse_config(["-n", "p", "--algo", "dqn", "--replay-size", "50000"])
+    assert (pong.replay_size, pong.replay_ratio, pong.learning_starts, pong.target_sync, pong.epsilon_base) == (
+        50_000, 2.0, 20_000, 2_000, 0.4)
+    cartpole = parse_config(["-n", "c", "--env", "CartPole-v1", "--algo", "dqn"])
+    assert (cartpole.replay_size, cartpole.replay_ratio, cartpole.target_sync, cartpole.epsilon_base) == (
+        100_000, 4.0, 250, 0.05)
