@@ -4,6 +4,7 @@ install runs without it."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 
 from a3c.config import ConfigError
@@ -27,18 +28,23 @@ def check_address(address: str) -> None:
 def connect(address: str | None, cpus: int | None = None) -> bool:
     """Join the cluster at ``address``, or start a local Ray with ``cpus`` CPUs (default: this
     machine's) bound to 127.0.0.1; True if Ray was started here (``disconnect`` stops it).
-    Nothing to do, and False, when this process is already connected."""
+    Nothing to do, and False, when this process is already connected. The Ctrl-C and SIGTERM
+    handlers in place before stay: Ray's driver would otherwise take SIGTERM for itself."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
     if ray.is_initialized():
         return False
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     if address:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     else:
         # "local": a new Ray even where a cluster started with `ray start` runs on this machine
         ray.init(address="local", num_cpus=cpus or os.cpu_count(), include_dashboard=False,
                  log_to_driver=False, _node_ip_address="127.0.0.1")
+    for signum, handler in handlers.items():  # Ray's own would end the run without its ending
+        if handler is not None:
+            signal.signal(signum, handler)
     return True
 
 

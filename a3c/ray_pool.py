@@ -1,8 +1,8 @@
 """The worker pool on a Ray cluster (``--backend ray``): the calls of ``WorkerPool`` (start,
 get, restart, set_env_task, close, kill), with the children as Ray actors on any node.
 
-- **Weights.** The learner's net goes into the object store once per version published
-  (``ray.put``, at most every ``PUBLISH_SECONDS``), and a ``WeightBoard`` actor on the
+- **Weights.** The learner's net goes into the object store once per version (``ray.put``
+  when the pool finds it newer than the last published), and a ``WeightBoard`` actor on the
   driver's node holds the newest reference. At the start of each block an actor asks the
   board which version is newest and fetches the weights only when it holds an older one.
 - **Experience.** An actor steps its envs ``block_steps`` times a call and returns the
@@ -37,8 +37,6 @@ from a3c.worker import make_vector_actor
 from lib.denormals import flush_denormals
 from lib.envs import EnvInfo
 from lib.experience import EpisodeResult, TransitionBatch
-
-PUBLISH_SECONDS = 0.05
 
 
 def block_steps(config: Config) -> int:
@@ -148,7 +146,7 @@ class RayWorkerPool:
         """Outstanding calls (object references) and their actors, oldest first."""
         self._ready: collections.deque = collections.deque()
         self._idle_seconds = 0.0
-        self._published, self._published_at = -1, 0.0
+        self._published = -1
         self._board: Any = None
         self._started_here = False
         self._closed = False
@@ -182,15 +180,16 @@ class RayWorkerPool:
 
     def _publish(self, force: bool = False) -> None:
         """Put the learner's weights into the object store if they are newer than the last
-        published and that was at least ``PUBLISH_SECONDS`` ago."""
+        published: every version, since an actor acting on older weights than a process
+        child would (which reads the learner's own) made CartPole collapse and relearn."""
         import ray
 
-        version, now = int(self._version_counter), time.monotonic()
-        if not force and (version <= self._published or now - self._published_at < PUBLISH_SECONDS):
+        version = int(self._version_counter)
+        if not force and version <= self._published:
             return
         arrays = {name: tensor.detach().cpu().numpy() for name, tensor in self._net.state_dict().items()}
         self._board.publish.remote(version, [ray.put(arrays)])
-        self._published, self._published_at = version, now
+        self._published = version
 
     def get(self, timeout: float = 1.0) -> Any | None:
         """The next message (Transitions or EpisodeEnded), or None after ``timeout`` seconds
