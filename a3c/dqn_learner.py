@@ -8,7 +8,6 @@ messages and returns the steps it took, so the trainer's loop is the same for bo
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.learner import NonFiniteLoss, make_adam, new_version_counter
+from a3c.learner import clip_and_step, make_adam, new_version_counter
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
 from lib.models import forward
@@ -86,7 +85,7 @@ class QLearner:
 
     def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
         """One Adam step on the weighted Huber loss; its figures and the TD errors (for the
-        priorities). Raises NonFiniteLoss instead of applying NaNs."""
+        priorities). Raises NonFiniteLoss (``a3c.learner``) instead of applying NaNs."""
         targets = self.targets(batch)
         states = torch.as_tensor(batch.states).to(self.device)
         actions = torch.as_tensor(batch.actions).to(self.device)
@@ -95,13 +94,8 @@ class QLearner:
         loss, td_errors = weighted_huber_loss(q_taken, targets, torch.as_tensor(weights).to(self.device))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = float(nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
         loss_value = float(loss.detach())
-        if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
-            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: "
-                                f"loss {loss_value}, gradient norm {grad_norm}")
-        self.optimizer.step()
-        self.version_counter += 1
+        grad_norm = clip_and_step(self.net, self.optimizer, self.clip_grad, loss_value, self.version_counter)
         self._follow_target()
         figures = {"loss_td": loss_value, "td_error": float(td_errors.abs().mean()),
                    "q_values": float(q_taken.detach().mean()), "grad_norm": grad_norm}

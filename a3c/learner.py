@@ -183,17 +183,23 @@ class Learner:
         return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
 
     def _clip_and_step(self, loss_total: float) -> float:
-        grad_norm = float(nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
-        if not (math.isfinite(loss_total) and math.isfinite(grad_norm)):
-            raise NonFiniteLoss(
-                f"non-finite training signal at step {self.policy_version}: "
-                f"loss {loss_total}, gradient norm {grad_norm}"
-            )
         for group in self.optimizer.param_groups:
             group["lr"] = self.current_lr()
-        self.optimizer.step()
-        self.version_counter += 1
-        return grad_norm
+        return clip_and_step(self.net, self.optimizer, self.clip_grad, loss_total, self.version_counter)
+
+
+def clip_and_step(net: nn.Module, optimizer: torch.optim.Optimizer, clip_grad: float, loss_total: float,
+                  version_counter: torch.Tensor) -> float:
+    """Clip the gradients already in ``net`` to ``clip_grad``, step and count one more policy
+    version; the norm before the clip. Raises NonFiniteLoss, stepping nothing, when the loss
+    or the norm is not finite."""
+    grad_norm = float(nn.utils.clip_grad_norm_(net.parameters(), clip_grad))
+    if not (math.isfinite(loss_total) and math.isfinite(grad_norm)):
+        raise NonFiniteLoss(f"non-finite training signal at step {int(version_counter)}: "
+                            f"loss {loss_total}, gradient norm {grad_norm}")
+    optimizer.step()
+    version_counter += 1
+    return grad_norm
 
 
 class TransitionSteps:

@@ -112,6 +112,19 @@ def test_replay_steps_hold_the_replay_ratio_and_update_priorities_from_td_errors
     assert np.any(sampled != 1.0) and replay.max_priority >= sampled.max()
 
 
+def test_a_non_finite_td_loss_is_refused_before_the_weights_change():
+    from a3c.learner import NonFiniteLoss
+
+    learner = QLearner(MlpQ(2, 2), lr=1e-2, adam_eps=1e-8, clip_grad=10.0, gamma=0.9, device="cpu")
+    batch = rows(8)
+    batch.rewards[3] = np.nan
+    before = [p.clone() for p in learner.net.parameters()]
+    with pytest.raises(NonFiniteLoss, match="non-finite training signal at step 0"):
+        learner.step(batch, np.ones(8, np.float32))
+    assert learner.policy_version == 0
+    assert all(torch.equal(a, b) for a, b in zip(before, learner.net.parameters()))
+
+
 def test_target_net_is_copied_every_target_sync_steps_or_follows_by_polyak():
     torch.manual_seed(0)
     batch = rows(8)
