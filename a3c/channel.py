@@ -27,6 +27,7 @@ from a3c.messages import Gradients, SlotGradients, SlotTransitions, Transitions
 from lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
+    from a3c.config import Config
     from lib.gradients import LossStats
 
 POLL_SECONDS = 0.1
@@ -40,13 +41,30 @@ class SlotLayout:
     """One observation, or (number of parameters,) for a flat gradient."""
     dtype: str
     rows: int
-    """Data mode: most transitions one vector step can emit (envs x reward steps); grads: 1."""
+    """Transitions: the most one vector step can emit (envs x reward steps), twice that
+    with last states; a flat gradient: 1."""
     slots: int
     """Messages with arrays a child may have in flight."""
 
     def allocate(self) -> torch.Tensor:
         dtype = torch.from_numpy(np.zeros(0, dtype=self.dtype)).dtype
         return torch.zeros((self.slots, self.rows, *self.row_shape), dtype=dtype).share_memory_()
+
+
+def queue_capacity(config: Config, transitions_per_message: int) -> int:
+    """Messages with arrays in flight over all children: ``--queue-size``, else enough for
+    two learner batches and two per child. Smaller and the learner waits on children that
+    wait on it: with fewer than a batch of transitions in flight, collecting and learning
+    take turns."""
+    if config.queue_size:
+        return config.queue_size
+    two_batches = -(-2 * config.batch_size // transitions_per_message)
+    return max(2 * config.processes, two_batches)
+
+
+def slots_per_child(config: Config, transitions_per_message: int) -> int:
+    """Messages with arrays one child may have in flight: its share of the queue, at least one."""
+    return max(1, -(-queue_capacity(config, transitions_per_message) // config.processes))
 
 
 class ChildChannel:
@@ -101,25 +119,30 @@ class ChildChannel:
         return task
 
     def put_transitions(self, batch: TransitionBatch) -> bool:
-        """Write ``batch.states`` into the next slot and send the other columns; False if stopped."""
-        slot = self._fill_slot(batch.states)
+        """Write ``batch.states`` (and ``batch.last_states``, if any) into the next slot and
+        send the other columns; False if stopped."""
+        observations = [batch.states] if batch.last_states is None else [batch.states, batch.last_states]
+        slot = self._fill_slot(observations)
         if slot is None:
             return False
-        return self.put(SlotTransitions(self.worker_id, slot, batch.columns_but_states()))
+        return self.put(SlotTransitions(self.worker_id, slot, batch.small_columns(),
+                                        with_last_states=batch.last_states is not None))
 
     def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
                      loss: LossStats) -> bool:
         """Write a flat gradient into the next slot and send its record; False if stopped."""
-        slot = self._fill_slot(gradient[None])
+        slot = self._fill_slot([gradient[None]])
         if slot is None:
             return False
         return self.put(SlotGradients(self.worker_id, slot, policy_version,
                                       transitions, loss))
 
-    def _fill_slot(self, rows: np.ndarray) -> int | None:
-        """Wait for a free slot and copy ``rows`` into it; None if told to stop first."""
-        if len(rows) > self.slots.shape[1]:
-            raise ValueError(f"{len(rows)} rows do not fit a slot of {self.slots.shape[1]}")
+    def _fill_slot(self, parts: list[np.ndarray]) -> int | None:
+        """Wait for a free slot and copy the rows of ``parts`` into it, one after the other;
+        None if told to stop first."""
+        rows = sum(len(part) for part in parts)
+        if rows > self.slots.shape[1]:
+            raise ValueError(f"{rows} rows do not fit a slot of {self.slots.shape[1]}")
         if not self.free_slots.acquire(block=False):
             started = time.monotonic()
             try:
@@ -130,7 +153,10 @@ class ChildChannel:
                 self.wait_seconds += time.monotonic() - started
         slot = self._next_slot
         self._next_slot = (slot + 1) % self.slots.shape[0]
-        self.slots[slot, : len(rows)] = torch.from_numpy(rows)
+        start = 0
+        for part in parts:
+            self.slots[slot, start:start + len(part)] = torch.from_numpy(part)
+            start += len(part)
         return slot
 
     # learner side
@@ -140,8 +166,13 @@ class ChildChannel:
             gradient = self._read_slot(message.slot, 1)[0]
             return Gradients(message.worker_id, gradient, message.policy_version,
                              message.transitions, message.loss)
-        states = self._read_slot(message.slot, len(message.columns["actions"]))
-        return Transitions(message.worker_id, TransitionBatch(states=states, **message.columns))
+        rows = len(message.columns["actions"])
+        if not message.with_last_states:
+            states = self._read_slot(message.slot, rows)
+            return Transitions(message.worker_id, TransitionBatch(states=states, **message.columns))
+        observations = self._read_slot(message.slot, 2 * rows)
+        return Transitions(message.worker_id, TransitionBatch(
+            states=observations[:rows], last_states=observations[rows:], **message.columns))
 
     def _read_slot(self, slot: int, rows: int) -> np.ndarray:
         copied = self.slots[slot, :rows].numpy().copy()

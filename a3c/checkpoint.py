@@ -58,14 +58,23 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     return state
 
 
-def check_matches(state: dict[str, Any], env_id: str, net: torch.nn.Module) -> None:
-    """CheckpointError unless ``state`` was trained on ``env_id`` with ``net``'s shapes."""
+def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.Module) -> None:
+    """CheckpointError unless ``state`` was trained on ``env_id`` by ``algo`` with ``net``'s
+    shapes."""
     saved_env = state.get("config", {}).get("env_id")
     if saved_env != env_id:
         raise CheckpointError(f"checkpoint was trained on {saved_env}, this run is {env_id}")
+    saved_algo = saved_algorithm(state)
+    if saved_algo != algo:
+        raise CheckpointError(f"checkpoint was trained with --algo {saved_algo}, this run is --algo {algo}")
     saved = state["model"]
     for name, tensor in net.state_dict().items():
         saved_shape = tuple(saved[name].shape) if name in saved else None
         if saved_shape != tuple(tensor.shape):
             raise CheckpointError(f"network differs at {name}: checkpoint {saved_shape}, "
                                   f"this run {tuple(tensor.shape)}")
+
+
+def saved_algorithm(state: dict[str, Any]) -> str:
+    """The algorithm that wrote ``state``: checkpoints from before DQN name none and are A3C's."""
+    return state.get("config", {}).get("algo", "a3c")

@@ -8,13 +8,15 @@ import sys
 from collections.abc import Sequence
 
 from a3c.config import ConfigError, exit_on_config_error, parse_config
+from a3c.preflight import preflight
 from a3c.signals import StopSignals
 from a3c.trainer import Trainer, exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        trainer = Trainer.from_config(parse_config(argv))
+        config = parse_config(argv)
+        trainer = Trainer.from_config(config, env_info=preflight(config))
     except ConfigError as error:
         exit_on_config_error(error)
 

@@ -1,7 +1,7 @@
 """What children send the learner through the queue: small picklable records.
 
-Large arrays do not travel in these records: a child writes observation rows (data mode)
-or its flat gradient (grads mode) into a shared-memory slot (see ``a3c.channel``) and sends
+Large arrays do not travel in these records: a child writes observation rows (states, and
+last states for an off-policy learner) or its flat gradient (A3C's grads mode) into a shared-memory slot (see ``a3c.channel``) and sends
 ``SlotTransitions`` or ``SlotGradients`` naming the slot; the pool hands the learner
 ``Transitions`` or ``Gradients`` with the arrays read back.
 """
@@ -22,16 +22,22 @@ class Transitions:
     worker_id: int
     batch: TransitionBatch
 
+    @property
+    def transitions(self) -> int:
+        return len(self.batch)
+
 
 @dataclass
 class SlotTransitions:
-    """Transitions in transit: the states' rows are in ``slot``, every other column (the
-    per-row policy versions among them) in ``columns``. No incarnation is needed: a dead
-    child's records go with its queue."""
+    """Transitions in transit: the states' rows are in ``slot``, followed by the last
+    states' when the batch has them (off-policy learners bootstrap from them); every other
+    column (the per-row policy versions among them) is in ``columns``. No incarnation is
+    needed: a dead child's records go with its queue."""
 
     worker_id: int
     slot: int
     columns: dict[str, np.ndarray | None]
+    with_last_states: bool = False
 
 
 @dataclass

@@ -19,11 +19,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.checkpoint import CheckpointError, load_checkpoint
-from a3c.config import is_writable_dir
-from lib.dqn import build_q_net, is_q_net
+from a3c.algos import get_algorithm
+from a3c.algos.base import Algorithm
+from a3c.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
+from a3c.preflight import is_writable_dir
 from lib.envs import EnvError, describe_env, make_env
-from lib.models import build_net, evaluate, greedy_actions, sample_actions
+from lib.models import evaluate
 
 DEFAULT_MAX_STEPS = 27_000
 """Agent steps per episode: 108,000 Atari frames, the usual 30-minute evaluation cap."""
@@ -56,21 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(path: str) -> tuple[str, nn.Module]:
-    """The env id and the trained net of a checkpoint, on the CPU."""
+def load_policy(path: str) -> tuple[str, Algorithm, nn.Module]:
+    """The env id, the algorithm and the trained net of a checkpoint, on the CPU."""
     try:
         state = load_checkpoint(path)
         env_id = state["config"]["env_id"]
-        if state["config"].get("algo") == "dqn":
-            net = build_q_net(describe_env(env_id), state["config"].get("dueling", True))
-        else:  # checkpoints from before the heads setting hold the reference net
-            net = build_net(describe_env(env_id), state["config"].get("heads", "separate"))
+        algorithm = get_algorithm(saved_algorithm(state))
+        net = algorithm.build_net(describe_env(env_id), state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
     except (KeyError, TypeError, RuntimeError) as exc:
         raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
-    return env_id, net.eval()
+    return env_id, algorithm, net.eval()
 
 
 def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
@@ -89,17 +88,18 @@ def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
     return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder)
 
 
-def policy_actions(net: nn.Module, observations: np.ndarray, greedy: bool) -> np.ndarray:
-    """The actions ``net`` takes on a batch of raw env observations, on the net's device:
-    sampled from the policy or its most probable ones; a Q-network's greedy ones always."""
+def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarray,
+                   greedy: bool) -> np.ndarray:
+    """The actions ``net`` takes on a batch of raw env observations, on the net's device, as
+    ``algorithm`` plays: sampled from the policy or its most probable ones (a Q-network's
+    greedy ones always)."""
     device = next(net.parameters()).device
     logits, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
-    choose = greedy_actions if greedy or is_q_net(net) else sample_actions
-    return choose(logits).cpu().numpy()
+    return algorithm.play_actions(logits, greedy).cpu().numpy()
 
 
-def act_once(net: nn.Module, observation: np.ndarray, greedy: bool) -> int:
-    return int(policy_actions(net, np.asarray(observation)[None], greedy)[0])
+def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, greedy: bool) -> int:
+    return int(policy_actions(net, algorithm, np.asarray(observation)[None], greedy)[0])
 
 
 def play_episode(env: gym.Env, act: Callable[[np.ndarray], int], seed: int,
@@ -123,13 +123,13 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
         raise PlayError(f"--episodes must be >= 1, got {episodes}")
     if max_steps < 1:
         raise PlayError(f"--max-steps must be >= 1, got {max_steps}")
-    env_id, net = load_policy(path)
+    env_id, algorithm, net = load_policy(path)
     torch.manual_seed(seed)
     env = make_play_env(env_id, record_dir)
     played = []
     try:
         for index in range(episodes):
-            episode = play_episode(env, partial(act_once, net, greedy=greedy), seed + index, max_steps)
+            episode = play_episode(env, partial(act_once, net, algorithm, greedy=greedy), seed + index, max_steps)
             played.append(episode)
             cut = f" (cut at {max_steps} steps)" if episode.cut else ""
             print(f"episode {index + 1}: return {episode.reward:.1f}, {episode.length} steps{cut}",

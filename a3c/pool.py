@@ -1,35 +1,29 @@
-"""The worker pool: the only place that knows about processes, the queues and the slots.
+"""The worker pool: the one interface between the trainer and where the children run.
 
-The learner sees five calls: ``start``, ``get`` (which never blocks for long and raises
-WorkerDied when a child is gone), ``restart`` (a fresh child in a dead one's place),
-``set_env_task`` (curriculum: a task every child hands its envs) and ``close`` (ordered
-shutdown). Another transport (Ray actors, another host) can stand
-behind the same calls.
+Two backends implement it with the same constructor and calls: processes on this machine
+(``a3c.process_pool``) and Ray actors on a cluster (``a3c.ray_pool``); ``make_pool``
+chooses once, from ``--backend``. The trainer sees:
 
-Each child writes its own bounded queue. An ``mp.Queue`` shared by several writers holds
-one cross-process write lock while a child's feeder thread sends; a child SIGKILLed at
-that moment keeps it locked for good, and every other child (its own replacement included)
-then blocks on it forever: seen in 1 of about 20 runs of the restart test. A child's own
-queue is dropped with it and a restarted child gets a new one. The learner waits on all
-the queues' read ends at once.
+- ``start``; ``get`` (the next message, never blocking for long, WorkerDied when a child is
+  gone); ``restart`` (a fresh child in a dead one's place); ``set_env_task`` (curriculum: a
+  task every child hands its envs);
+- ``child_wait_seconds`` (time the children waited on the learner), ``queued`` (messages
+  waiting), ``workers`` (where each child runs);
+- ``close`` (ordered: children stop, what they sent is drained) and ``kill`` (at once).
 """
 from __future__ import annotations
 
-import collections
-import math
-import queue
-import time
-from collections.abc import Callable
-from multiprocessing.connection import wait
-from typing import Any
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.multiprocessing as mp
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
-from a3c.channel import ChildChannel, SlotLayout
-from a3c.messages import SlotGradients, SlotTransitions, WorkerCrashed
-
-LIVENESS_CHECK_SECONDS = 0.5
+    from a3c.algos.base import Algorithm
+    from a3c.config import Config
+    from lib.envs import EnvInfo
 
 
 class WorkerDied(RuntimeError):
@@ -43,194 +37,78 @@ class WorkerDied(RuntimeError):
         super().__init__(f"worker {worker_id} died{detail}")
 
 
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where one child runs: its process id (processes) or node id (Ray, None before its
+    first block), and its exit code once it has ended (negative: the signal)."""
+
+    worker_id: int
+    pid: int | None
+    node_id: str | None
+    exitcode: int | None
+
+
 def child_seed(base_seed: int, worker_id: int, incarnation: int) -> int:
     """Each child its own seed stream; a restarted child moves one step along its stream."""
     return base_seed + 1000 * (worker_id + 1) + incarnation
 
 
-class WorkerPool:
-    """Children running ``target(worker_id, *args, channel, seed)``.
+class WorkerPool(abc.ABC):
+    """``config.processes`` children acting with ``net`` (shared: the learner trains it) for
+    ``algorithm``; ``version_counter`` counts the learner's steps."""
 
-    The pool is not tied to one worker body: the target and its shared arguments are given.
-    """
+    def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
+                 version_counter: torch.Tensor, base_seed: int):
+        self.algorithm = algorithm
+        self.config = config
+        self.env_info = env_info
+        self.net = net
+        self.version_counter = version_counter
+        self.base_seed = base_seed
 
-    def __init__(self, target: Callable[..., None], args: tuple, processes: int,
-                 queue_capacity: int, base_seed: int, slot_layout: SlotLayout):
-        self._context = mp.get_context("spawn")
-        self._target = target
-        self._args = args
-        self._queue_capacity = math.ceil(queue_capacity / processes)
-        self._queues: list = [None] * processes
-        self._next_queue = 0
-        self._salvaged: collections.deque = collections.deque()
-        self.stop_event = self._context.Event()
-        self._base_seed = base_seed
-        self._slot_layout = slot_layout
-        self._slots = [slot_layout.allocate() for _ in range(processes)]
-        self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
-                              for _ in range(processes)]
-        self._channels: list[ChildChannel | None] = [None] * processes
-        self._processes: list = [None] * processes
-        self._incarnations = [0] * processes
-        self._tasks: list = [None] * processes
-        self._env_task: Any = None
-        self._next_liveness_check = 0.0
-        self._closed = False
+    @abc.abstractmethod
+    def start(self) -> None: ...
 
-    def start(self) -> None:
-        for worker_id in range(len(self._processes)):
-            self._start(worker_id)
-
-    def _start(self, worker_id: int) -> None:
-        incarnation = self._incarnations[worker_id]
-        self._queues[worker_id] = self._context.Queue(maxsize=self._queue_capacity)
-        self._tasks[worker_id] = self._context.Queue()
-        if self._env_task is not None:
-            self._tasks[worker_id].put(self._env_task)
-        channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event,
-                               self._slots[worker_id],
-                               self._context.BoundedSemaphore(self._slot_layout.slots),
-                               self._wait_seconds[worker_id], self._tasks[worker_id])
-        process = self._context.Process(
-            target=self._target, name=f"a3c-worker-{worker_id}", daemon=True,
-            args=(worker_id, *self._args, channel, child_seed(self._base_seed, worker_id, incarnation)),
-        )
-        process.start()
-        self._channels[worker_id] = channel
-        self._processes[worker_id] = process
-
-    def restart(self, worker_id: int) -> None:
-        """Replace a dead child with a fresh one: new envs, next seed, its own slots reused.
-
-        A child that exited by itself flushed its queue on the way out: its records that
-        name a slot are dropped (the new child writes over those slots), the rest (finished
-        episodes, its crash report) are kept for ``get``. A child killed by a signal may
-        have left a torn message, which would block the read, so its queue goes unread.
-        """
-        process = self._processes[worker_id]
-        process.join(timeout=1.0)
-        if process.is_alive():
-            process.kill()
-            process.join(timeout=5.0)
-        if process.exitcode is not None and process.exitcode >= 0:
-            self._salvaged.extend(message for message in self._drain(self._queues[worker_id])
-                                  if not isinstance(message, (SlotTransitions, SlotGradients)))
-        self._discard_queue(self._queues[worker_id])
-        self._discard_queue(self._tasks[worker_id])
-        self._incarnations[worker_id] += 1
-        self._start(worker_id)
-
-    def set_env_task(self, task: Any) -> None:
-        """Send every child ``task`` for its envs; children started later get it too."""
-        self._env_task = task
-        for tasks in self._tasks:
-            if tasks is not None:
-                tasks.put(task)
-
-    def child_wait_seconds(self) -> float:
-        """Seconds all children together have spent blocked on a full channel so far."""
-        return float(sum(float(seconds) for seconds in self._wait_seconds))
-
-    def queued(self) -> int:
-        """Messages waiting in all the children's queues (approximate, as ``qsize`` is)."""
-        return sum(messages.qsize() for messages in self._queues if messages is not None)
-
-    @property
-    def pids(self) -> list[int]:
-        return [process.pid for process in self._processes if process is not None]
-
-    @property
-    def exitcodes(self) -> list[int | None]:
-        """Each child's exit code (negative: the signal that ended it), None while it runs."""
-        return [process.exitcode for process in self._processes if process is not None]
-
+    @abc.abstractmethod
     def get(self, timeout: float = 1.0) -> Any | None:
-        """The next message, or None after ``timeout`` seconds without a usable one.
+        """The next message (Transitions, Gradients, EpisodeEnded, WorkerCrashed of an
+        earlier incarnation), or None after ``timeout`` seconds without one; WorkerDied."""
 
-        Raises WorkerDied when a child reported a crash or is found dead; the check runs
-        at least every half second even while messages keep coming. A crash report from
-        a child that was already restarted is returned as it is, for its traceback.
-        """
-        now = time.monotonic()
-        if now >= self._next_liveness_check:
-            self._next_liveness_check = now + LIVENESS_CHECK_SECONDS
-            self.check_alive()
-        message = self._salvaged.popleft() if self._salvaged else self._next_message(timeout)
-        if message is None:
-            self.check_alive()
-            return None
-        # a dead child's slot records went with its queue, so every slot record is current
-        if isinstance(message, (SlotTransitions, SlotGradients)):
-            return self._channels[message.worker_id].take(message)
-        if isinstance(message, WorkerCrashed) and message.incarnation == self._incarnations[message.worker_id]:
-            process = self._processes[message.worker_id]
-            process.join(timeout=5.0)
-            raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
-        return message
+    @abc.abstractmethod
+    def restart(self, worker_id: int) -> None:
+        """A fresh child in the dead one's place, on the next seed of its stream."""
 
-    def _next_message(self, timeout: float) -> Any | None:
-        """One message from the first ready queue, taking the queues in turn so that no
-        child's messages wait behind another's; None after ``timeout`` with none ready."""
-        # an mp.Queue's read end is a Connection, which connection.wait can watch
-        ready = wait([messages._reader for messages in self._queues], timeout=timeout)
-        for offset in range(len(self._queues)):
-            messages = self._queues[(self._next_queue + offset) % len(self._queues)]
-            if messages._reader in ready:
-                self._next_queue = (self._next_queue + offset + 1) % len(self._queues)
-                try:
-                    return messages.get_nowait()
-                except queue.Empty:  # another reader cannot exist; a partial message can
-                    continue
-        return None
+    @abc.abstractmethod
+    def set_env_task(self, task: Any) -> None:
+        """Every child hands ``task`` to its envs; children started later get it too."""
 
-    def check_alive(self) -> None:
-        for worker_id, process in enumerate(self._processes):
-            if process.exitcode is not None:
-                raise WorkerDied(worker_id, process.exitcode)
+    @abc.abstractmethod
+    def child_wait_seconds(self) -> float:
+        """Seconds all children together have waited on the learner so far."""
 
+    @abc.abstractmethod
+    def queued(self) -> int:
+        """Messages sent and not yet taken (approximate)."""
+
+    @abc.abstractmethod
+    def workers(self) -> list[WorkerInfo]: ...
+
+    @abc.abstractmethod
     def kill(self) -> None:
-        """SIGKILL every child at once: the way out when there is no time for ``close``."""
-        for process in self._processes:
-            if process is not None and process.is_alive():
-                process.kill()
+        """End every child now, without waiting: the way out when there is no time for ``close``."""
 
-    def close(self, join_timeout: float = 5.0) -> None:
-        """Ordered shutdown: stop event, drain while children leave, kill stragglers, close.
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Ordered shutdown; calling it again does nothing."""
 
-        Draining matters: a child cannot exit while its queue feeder still holds data the
-        learner has not read. Calling it again does nothing.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self.stop_event.set()
-        deadline = time.monotonic() + join_timeout
-        while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):
-            for messages in self._queues:
-                if messages is not None:
-                    self._drain(messages)
-            for process in self._processes:
-                if process is not None:
-                    process.join(timeout=0.05)
-        self.kill()
-        for process in self._processes:
-            if process is not None:
-                process.join(timeout=5.0)
-        for messages in self._queues + self._tasks:  # unread: a killed straggler may have torn one
-            if messages is not None:
-                self._discard_queue(messages)
 
-    @staticmethod
-    def _drain(messages: Any) -> list:
-        """Everything queued now; a child cannot exit while its feeder still holds data."""
-        drained = []
-        try:
-            while True:
-                drained.append(messages.get_nowait())
-        except (queue.Empty, OSError, EOFError):
-            return drained
+def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
+              version_counter: torch.Tensor, base_seed: int) -> WorkerPool:
+    """The pool of ``config.backend``."""
+    if config.backend == "ray":
+        from a3c.ray_pool import RayWorkerPool
 
-    @staticmethod
-    def _discard_queue(messages: Any) -> None:
-        messages.close()
-        messages.cancel_join_thread()
+        return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed)
+    from a3c.process_pool import ProcessPool
+
+    return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed)

@@ -7,19 +7,25 @@ import os
 import signal
 import socket
 
-from a3c.config import ConfigError
+from a3c.settings import ConfigError
 
 CONNECT_SECONDS = 3.0
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """HOST and PORT of a Ray address (``ray://`` allowed before them); ConfigError otherwise."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--ray-address must be HOST:PORT, got {address!r}")
+    return host, int(port)
 
 
 def check_address(address: str) -> None:
     """ConfigError, in a few seconds at most, unless ``address`` (HOST:PORT, optionally after
     ``ray://``) accepts a TCP connection: ``ray.init`` would otherwise retry for a minute."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"--ray-address must be HOST:PORT, got {address!r}")
+    host, port = parse_address(address)
     try:
-        with socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS):
+        with socket.create_connection((host, port), timeout=CONNECT_SECONDS):
             pass
     except OSError as exc:
         raise ConfigError(f"--ray-address {address}: cannot connect ({exc.strerror or exc})") from exc

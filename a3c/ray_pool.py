@@ -1,5 +1,5 @@
-"""The worker pool on a Ray cluster (``--backend ray``): the calls of ``WorkerPool`` (start,
-get, restart, set_env_task, close, kill), with the children as Ray actors on any node.
+"""The Ray backend of the worker pool (``--backend ray``): the calls of ``WorkerPool``, with
+the children as Ray actors (``a3c.ray_actor``) on any node; this side runs on the driver.
 
 - **Weights.** The learner's net goes into the object store once per version (``ray.put``
   when the pool finds it newer than the last published), and a ``WeightBoard`` actor on the
@@ -17,125 +17,34 @@ get, restart, set_env_task, close, kill), with the children as Ray actors on any
 from __future__ import annotations
 
 import collections
-import dataclasses
-import math
 import os
-import time
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
-from torch import nn
 
-from a3c.config import Config
 from a3c.messages import EpisodeEnded, Transitions
-from a3c.pool import WorkerDied, child_seed
+from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
+from a3c.ray_actor import RolloutActor, WeightBoard, blocks_in_flight
 from a3c.ray_cluster import connect, disconnect
-from a3c.run import make_net
-from a3c.worker import make_vector_actor
-from lib.denormals import flush_denormals
-from lib.envs import EnvInfo
-from lib.experience import EpisodeResult, TransitionBatch
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from a3c.algos.base import Algorithm
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+CLOSE_SECONDS = 5.0
 
 
-def block_steps(config: Config) -> int:
-    """Vector steps an actor takes per call: enough for one learner batch, so a call's cost
-    (about a millisecond) is spread over a batch of transitions."""
-    return max(1, math.ceil(config.batch_size / config.envs_per_process))
-
-
-def blocks_in_flight(config: Config) -> int:
-    """Calls outstanding per actor: as many transitions as a child's queue share holds on
-    the process backend, and at least two, so an actor steps while its last block travels."""
-    queued = config.slots_per_child * config.envs_per_process
-    return max(2, math.ceil(queued / (block_steps(config) * config.envs_per_process)))
-
-
-@dataclass
-class Block:
-    """What one call of an actor returns."""
-
-    batch: TransitionBatch | None
-    episodes: list[EpisodeResult]
-    idle_seconds: float
-    """Time the actor sat without a call before this one: it waited on the learner."""
-    node_id: str
-
-
-class WeightBoard:
-    """The newest published weights: a version and a reference into the object store (kept
-    in a list, so that Ray hands it over as a reference rather than fetching it)."""
-
-    def __init__(self) -> None:
-        self.version = -1
-        self.weights: list = []
-
-    def publish(self, version: int, weights: list) -> None:
-        if version > self.version:
-            self.version, self.weights = version, weights
-
-    def latest(self) -> tuple[int, list]:
-        return self.version, self.weights
-
-
-class RolloutActor:
-    """One child on Ray: its own CPU copy of the net, its envs, and the same acting code as
-    a child process (``make_vector_actor``)."""
-
-    def __init__(self, worker_id: int, config: Config, env_info: EnvInfo, seed: int, board: Any):
-        torch.set_num_threads(1)
-        flush_denormals()
-        torch.manual_seed(seed)
-        config = dataclasses.replace(config, cuda=False)  # actors act on their node's CPU
-        self.board = board
-        self.net = make_net(config, env_info)
-        self.version = -1
-        self._pull_weights()
-        self.actor = make_vector_actor(config, self.net, lambda: self.version, seed, worker_id)
-        self.steps = block_steps(config)
-        self._idle_since = time.monotonic()
-        import ray
-
-        self.node_id = ray.get_runtime_context().get_node_id()
-
-    def _pull_weights(self) -> None:
-        import ray
-
-        version, weights = ray.get(self.board.latest.remote())
-        if version > self.version:
-            arrays = ray.get(weights[0])
-            self.net.load_state_dict({name: torch.from_numpy(np.array(array)) for name, array in arrays.items()})
-            self.version = version
-
-    def sample(self, task: Any = None) -> Block:
-        """``steps`` vector steps with the newest weights; ``task``, if given, for the envs."""
-        idle = time.monotonic() - self._idle_since
-        self._pull_weights()
-        if task is not None:
-            self.actor.set_task(task)
-        batches, episodes = [], []
-        for _ in range(self.steps):
-            step = self.actor.step()
-            if step.batch is not None:
-                batches.append(step.batch)
-            episodes += step.episodes
-        self._idle_since = time.monotonic()
-        return Block(TransitionBatch.concatenate(batches) if batches else None, episodes, idle, self.node_id)
-
-
-class RayWorkerPool:
+class RayWorkerPool(WorkerPool):
     """``config.processes`` rollout actors, each needing one CPU, spread over the cluster's
     nodes; the learner on the driver reads their blocks as messages, in the order they
     finish."""
 
-    def __init__(self, config: Config, env_info: EnvInfo, net: nn.Module, version_counter: torch.Tensor,
-                 base_seed: int):
-        self._config = config
-        self._env_info = env_info
-        self._net = net
-        self._version_counter = version_counter
-        self._base_seed = base_seed
+    def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
+                 version_counter: torch.Tensor, base_seed: int):
+        super().__init__(algorithm, config, env_info, net, version_counter, base_seed)
         self._actors: list[Any] = [None] * config.processes
         self._nodes: list[str | None] = [None] * config.processes
         """The node each actor's last block came from."""
@@ -155,7 +64,7 @@ class RayWorkerPool:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        self._started_here = connect(self._config.ray_address, max(os.cpu_count() or 1, self._config.processes))
+        self._started_here = connect(self.config.ray_address, max(os.cpu_count() or 1, self.config.processes))
         here = ray.get_runtime_context().get_node_id()
         self._board = ray.remote(WeightBoard).options(
             num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
@@ -165,13 +74,13 @@ class RayWorkerPool:
             self._start(worker_id)
 
     def _start(self, worker_id: int, avoid: str | None = None) -> None:
-        seed = child_seed(self._base_seed, worker_id, self._incarnations[worker_id])
+        seed = child_seed(self.base_seed, worker_id, self._incarnations[worker_id])
         self._actors[worker_id] = self._actor_class.options(
             num_cpus=1, max_restarts=0, scheduling_strategy=self._placement(worker_id, avoid),
-        ).remote(worker_id, self._config, self._env_info, seed, self._board)
+        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board)
         self._nodes[worker_id] = None
         self._task_due[worker_id] = self._env_task
-        for _ in range(blocks_in_flight(self._config)):
+        for _ in range(blocks_in_flight(self.algorithm, self.config)):
             self._call(worker_id)
 
     def _call(self, worker_id: int) -> None:
@@ -184,10 +93,10 @@ class RayWorkerPool:
         child would (which reads the learner's own) made CartPole collapse and relearn."""
         import ray
 
-        version = int(self._version_counter)
+        version = int(self.version_counter)
         if not force and version <= self._published:
             return
-        arrays = {name: tensor.detach().cpu().numpy() for name, tensor in self._net.state_dict().items()}
+        arrays = {name: tensor.detach().cpu().numpy() for name, tensor in self.net.state_dict().items()}
         self._board.publish.remote(version, [ray.put(arrays)])
         self._published = version
 
@@ -251,21 +160,27 @@ class RayWorkerPool:
     def queued(self) -> int:
         return len(self._ready)
 
-    def node_ids(self) -> list[str | None]:
-        """The node each actor's last block came from (None before its first)."""
-        return list(self._nodes)
+    def workers(self) -> list[WorkerInfo]:
+        """Each actor's node: the one its last block came from (None before its first)."""
+        return [WorkerInfo(worker_id, None, node, None) for worker_id, node in enumerate(self._nodes)]
 
     def kill(self) -> None:
-        self.close()
+        """Kill every actor and the board at once; a Ray started for this run stops with them."""
+        self._shut_down(wait_seconds=0.0)
 
     def close(self) -> None:
-        """Kill every actor and the board; a Ray started for this run stops with them.
-        Calling it again does nothing."""
+        """Let the calls in flight finish (a few seconds at most), then kill every actor and
+        the board; a Ray started for this run stops with them. Calling it again does nothing."""
+        self._shut_down(wait_seconds=CLOSE_SECONDS)
+
+    def _shut_down(self, wait_seconds: float) -> None:
         import ray
 
         if self._closed:
             return
         self._closed = True
+        if wait_seconds > 0 and self._calls:
+            ray.wait(list(self._calls), num_returns=len(self._calls), timeout=wait_seconds)
         self._calls.clear()
         for actor in [*self._actors, self._board]:
             if actor is not None:

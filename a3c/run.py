@@ -1,5 +1,6 @@
-"""The learner-side state of one run: the shared net, the optimizer, counters, rewards, the
-run directory and writer; what a checkpoint saves, resume restores and summary.json says."""
+"""The learner-side state of one run: the shared net, the algorithm's learner, counters,
+rewards, the run directory and writer; what a checkpoint saves, resume restores and
+summary.json says."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,18 +13,14 @@ import numpy as np
 import torch
 from tensorboardX import SummaryWriter
 
-from a3c.channel import SlotLayout
+from a3c.algos.base import Algorithm, AlgorithmLearner, net_settings
 from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
 from a3c.config import Config, ConfigError
-from a3c.dqn_learner import QLearner
-from a3c.learner import Learner, new_version_counter
+from a3c.learner import new_version_counter
 from a3c.rollback import BestState
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
-from lib.dqn import build_q_net
-from lib.envs import EnvInfo, describe_env
-from lib.models import build_net
-from lib.replay import ReplayBuffer
+from lib.envs import EnvInfo
 from lib.trackers import RewardTracker
 
 EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0,
@@ -49,22 +46,19 @@ class Run:
     """The learner-side state of one run: what a checkpoint saves and resume restores."""
 
     config: Config
-    learner: Learner | QLearner
+    learner: AlgorithmLearner
     rewards: RewardTracker
     counters: Counters
     run_dir: Path
     writer: SummaryWriter
     env_info: EnvInfo
     best_state: BestState = dataclasses.field(default_factory=BestState)
-    replay: ReplayBuffer | None = None
-    """DQN's replay buffer, saved in checkpoints with ``--save-replay``."""
 
     def checkpoint_state(self, with_replay: bool = True) -> dict:
-        target = getattr(self.learner, "target_net", None)
-        keep_replay = with_replay and self.replay is not None and self.config.save_replay
+        """The checkpoint: net, optimizer, counters, rewards, settings, RNG, and what the
+        algorithm adds (``with_replay``: its replay buffer too, where it keeps one)."""
         return {
-            **({"replay": self.replay.state_dict()} if keep_replay else {}),
-            **({} if target is None else {"target_model": target.state_dict()}),
+            **self.learner.checkpoint_extras(with_replay),
             "model": self.learner.net.state_dict(),
             "optimizer": self.learner.optimizer.state_dict(),
             "counters": dataclasses.asdict(self.counters),
@@ -139,7 +133,8 @@ def read_checkpoint(path: str, device: torch.device | str = "cpu") -> dict:
         raise ConfigError(f"--resume: {exc}") from exc
 
 
-def share_net(config: Config, restored: dict | None = None) -> SharedNet:
+def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
+              restored: dict | None = None) -> SharedNet:
     """Build (or restore) the net in shared memory, and nothing the children do not need.
 
     This part is quick; the optimizer is not (constructing the first torch optimizer imports
@@ -153,14 +148,13 @@ def share_net(config: Config, restored: dict | None = None) -> SharedNet:
     keep_freed_memory()
     flush_denormals()  # before the net's first forward pass starts torch's threads
     device = torch.device(config.device)
-    env_info = describe_env(config.env_id)
-    net = make_net(config, env_info).to(device)
+    net = algorithm.build_net(env_info, net_settings(config)).to(device)
     version_counter = new_version_counter()
     if config.resume is not None:
         if restored is None:
             restored = read_checkpoint(config.resume, device)
         try:
-            check_matches(restored, config.env_id, net)
+            check_matches(restored, config.env_id, config.algo, net)
         except CheckpointError as exc:
             raise ConfigError(f"--resume: {exc}") from exc
         net.load_state_dict(restored["model"])
@@ -168,13 +162,6 @@ def share_net(config: Config, restored: dict | None = None) -> SharedNet:
         torch.set_rng_state(restored["torch_rng"])
     net.share_memory()
     return SharedNet(net, version_counter, env_info, restored)
-
-
-def make_net(config: Config, env_info: EnvInfo) -> torch.nn.Module:
-    """The actor-critic for A3C, the Q-network for DQN."""
-    if config.algo == "dqn":
-        return build_q_net(env_info, config.dueling)
-    return build_net(env_info, config.heads)
 
 
 def make_run_dir(config: Config) -> Path:
@@ -191,21 +178,15 @@ def make_run_dir(config: Config) -> Path:
     return run_dir
 
 
-def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
-    """The learner-side state around the shared net: optimizer, counters, writer."""
-    device = torch.device(config.device)
-    if config.algo == "dqn":
-        learner = QLearner(shared.net, config.lr, config.adam_eps, config.clip_grad, config.gamma, device,
-                           shared.version_counter, config.double, config.target_sync, config.tau)
-    else:
-        learner = Learner(shared.net, config.loss_settings, config.lr, config.adam_eps, config.clip_grad,
-                          device, shared.version_counter, lr_warmup=config.lr_warmup)
+def start_run(config: Config, algorithm: Algorithm, shared: SharedNet, run_dir: Path) -> Run:
+    """The learner-side state around the shared net: the algorithm's learner (optimizer and
+    the rest), counters, writer."""
+    learner = algorithm.make_learner(config, shared.net, shared.version_counter, shared.env_info)
     counters, recent_rewards, best = Counters(), [], None
     if shared.restored is not None:
         state = shared.restored
         learner.optimizer.load_state_dict(state["optimizer"])
-        if "target_model" in state and isinstance(learner, QLearner):
-            learner.target_net.load_state_dict(state["target_model"])
+        learner.load_extras(state)
         counters = Counters(**{**state["counters"], "worker_restarts": 0})
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
     writer = SummaryWriter(str(run_dir))
@@ -213,14 +194,3 @@ def start_run(config: Config, shared: SharedNet, run_dir: Path) -> Run:
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
     rewards.best_mean_reward = best
     return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)
-
-
-def slot_layout(config: Config, env_info: EnvInfo, net: torch.nn.Module) -> SlotLayout:
-    """Data mode: room for the most transitions one vector step can emit; grads mode: one
-    flat gradient."""
-    if config.mode == "grads":
-        parameters = sum(parameter.numel() for parameter in net.parameters())
-        return SlotLayout((parameters,), "float32", rows=1, slots=config.slots_per_child)
-    return SlotLayout(env_info.observation_shape, env_info.observation_dtype,
-                      rows=config.envs_per_process * config.reward_steps,
-                      slots=config.slots_per_child)

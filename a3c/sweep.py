@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, value_type
-from a3c.ray_cluster import connect, disconnect
+from a3c.ray_cluster import check_address, connect, disconnect
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -172,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the learner's threads busy
         configs = [make_config(**settings) for settings in trials]
         per_trial = max(config.processes + config.learner_threads for config in configs)
+        if args.ray_address is not None:
+            check_address(args.ray_address)
     except ConfigError as error:
         print(f"python -m a3c.sweep: error: {error}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
-"""``Trainer``: one run (A3C, or DQN with ``algo="dqn"``) as an object, driven one
-``train()`` iteration at a time.
+"""``Trainer``: one run of any registered algorithm (A3C by default, ``algo="dqn"``, ...)
+as an object, driven one ``train()`` iteration at a time.
 
     from a3c import Trainer
 
@@ -22,36 +22,25 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
+from a3c.algos import get_algorithm
 from a3c.callbacks import Callback
-from a3c.config import SETTINGS, Config, keyword, make_config
-from a3c.dqn_learner import QStepStats, ReplaySteps
-from a3c.learner import GradientSteps, NonFiniteLoss, StepStats, TransitionSteps
+from a3c.checkpoint import saved_algorithm
+from a3c.config import Config, keyword, make_config, settings_of
+from a3c.learner import NonFiniteLoss
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.play import DEFAULT_MAX_STEPS, play_episode, policy_actions
-from a3c.pool import WorkerDied, WorkerPool
+from a3c.pool import WorkerDied, WorkerPool, make_pool
+from a3c.preflight import preflight
 from a3c.rollback import policy_locked
-from a3c.run import (
-    EXIT_CODES,
-    Run,
-    make_run_dir,
-    read_checkpoint,
-    share_net,
-    slot_layout,
-    start_run,
-)
-from a3c.worker import env_epsilons, worker_main
-from lib.envs import make_env
-from lib.replay import ReplayBuffer
+from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
+from lib.envs import EnvInfo, make_env
 from lib.trackers import MeanTracker, ProgressReporter
-
-if TYPE_CHECKING:
-    from a3c.ray_pool import RayWorkerPool
 
 GET_TIMEOUT_SECONDS = 1.0
 BEST_CHECK_SECONDS = 10.0
@@ -75,11 +64,12 @@ class Trainer:
 
     @classmethod
     def from_config(cls, config: Config, callbacks: Sequence[Callback] = (),
-                    restored: dict | None = None) -> Trainer:
+                    restored: dict | None = None, env_info: EnvInfo | None = None) -> Trainer:
         """A trainer for a Config already made (the CLI's path); ``restored``: the
-        checkpoint of ``config.resume``, if the caller has read it already."""
+        checkpoint of ``config.resume``, if the caller has read it already; ``env_info``:
+        the pre-flight's answer, if the caller has asked already."""
         trainer = cls.__new__(cls)
-        trainer._setup(config, callbacks, restored)
+        trainer._setup(config, callbacks, restored, env_info)
         return trainer
 
     @classmethod
@@ -89,18 +79,22 @@ class Trainer:
         directory. The file is read once."""
         state = read_checkpoint(str(path))
         saved = state.get("config", {})
-        settings = {keyword(setting): saved[setting.name] for setting in SETTINGS if setting.name in saved}
+        settings = {keyword(setting): saved[setting.name]
+                    for setting in settings_of(saved_algorithm(state)) if setting.name in saved}
         config = make_config(**{**settings, **overrides, "resume": str(path)})
         return cls.from_config(config, callbacks, restored=state)
 
-    def _setup(self, config: Config, callbacks: Sequence[Callback], restored: dict | None = None) -> None:
+    def _setup(self, config: Config, callbacks: Sequence[Callback], restored: dict | None = None,
+               env_info: EnvInfo | None = None) -> None:
         self.config = config
+        self.algorithm = get_algorithm(config.algo)
         self.callbacks = list(callbacks)
-        self._shared = share_net(config, restored)
+        env_info = preflight(config) if env_info is None else env_info
+        self._shared = share_net(config, self.algorithm, env_info, restored)
         self.run_dir = make_run_dir(config)
-        self._pool: WorkerPool | RayWorkerPool | None = None
+        self._pool: WorkerPool | None = None
         self._run: Run | None = None
-        self._steps: TransitionSteps | GradientSteps | ReplaySteps | None = None
+        self._begun = False
         self._stop_reason: str | None = None
         self._ended: str | None = None
         self.ending = False
@@ -130,7 +124,7 @@ class Trainer:
         if seconds is None and frames is None:
             seconds = self.config.report_interval
         iteration_end = None if seconds is None else started + seconds
-        step_means = _StepMeans(QStepStats if self.config.algo == "dqn" else StepStats)
+        step_means = _StepMeans(run.learner.stats_type)
         reason, message = None, ""
         try:
             while reason is None:
@@ -194,8 +188,9 @@ class Trainer:
 
     def compute_actions(self, observations: np.ndarray, greedy: bool = False) -> np.ndarray:
         """Actions for a batch of raw env observations: sampled from the policy, or its
-        most probable ones with ``greedy``; a Q-network's greedy ones always."""
-        return policy_actions(self.net, observations, greedy)
+        most probable ones with ``greedy``; as the algorithm acts in play (a Q-network's
+        greedy ones always)."""
+        return policy_actions(self.net, self.algorithm, observations, greedy)
 
     def log_scalar(self, tag: str, value: float) -> None:
         """A scalar of the user's in the run's TensorBoard, at the current frame."""
@@ -252,35 +247,18 @@ class Trainer:
         if self._pool is not None:
             return
         config, shared = self.config, self._shared
-        base_seed = config.seed + shared.transitions_done
-        if config.backend == "ray":
-            from a3c.ray_pool import RayWorkerPool
-
-            self._pool = RayWorkerPool(config, shared.env_info, shared.net, shared.version_counter, base_seed)
-        else:
-            self._pool = WorkerPool(worker_main, (config, shared.net, shared.version_counter),
-                                    config.processes, config.queue_capacity, base_seed,
-                                    slot_layout(config, shared.env_info, shared.net))
+        self._pool = make_pool(self.algorithm, config, shared.env_info, shared.net, shared.version_counter,
+                               base_seed=config.seed + shared.transitions_done)
         if self._env_task is not None:
             self._pool.set_env_task(self._env_task)
         self._pool.start()
         run = self._learner_state()
-        if self._steps is None:
-            print(f"run {run.run_dir} | {config.env_id} | {config.processes} processes x "
-                  f"{config.envs_per_process} envs | mode {config.mode} | device {config.device}"
+        if not self._begun:
+            self._begun = True
+            print(f"run {run.run_dir} | {config.env_id} | {self.algorithm.describe(config)} | "
+                  f"{config.processes} processes x {config.envs_per_process} envs | device {config.device}"
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
-            if config.algo == "dqn":
-                replay = self._replay(run)
-                epsilons = env_epsilons(config)
-                for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
-                    run.writer.add_scalar(f"train/epsilon_{name}", float(value), run.counters.frames)
-                self._steps = ReplaySteps(run.learner, replay, config.batch_size, config.replay_ratio,
-                                          config.learning_starts, config.priority_beta, config.beta_steps,
-                                          config.seed)
-            elif config.mode == "grads":
-                self._steps = GradientSteps(run.learner, config.grad_batch, config.max_policy_lag)
-            else:
-                self._steps = TransitionSteps(run.learner, config.batch_size)
+            run.learner.begin(run.writer, run.counters.frames, shared.restored)
             self._progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
             self._step_scalars = MeanTracker(run.writer)
             self._load = LoadMeter(run.writer, run.run_dir / PROGRESS_FILE)
@@ -289,26 +267,9 @@ class Trainer:
             now = time.monotonic()
             self._next_save, self._next_best_check = now + config.save_every, now + BEST_CHECK_SECONDS
 
-    def _replay(self, run: Run) -> ReplayBuffer:
-        """DQN's replay buffer: the checkpoint's when it holds one, else an empty one (and a
-        resumed run says it refills)."""
-        config = self.config
-        info = run.env_info
-        run.replay = ReplayBuffer(config.replay_size, info.observation_shape, info.observation_dtype,
-                                  config.priority_alpha, config.prioritized,
-                                  frame_stack=info.frame_stack)
-        restored = self._shared.restored
-        if restored is not None and "replay" in restored:
-            run.replay.load_state_dict(restored["replay"])
-            print(f"replay buffer restored: {len(run.replay):,} transitions", flush=True)
-        elif restored is not None:
-            print(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
-                  f"learning waits for {config.learning_starts:,} transitions", flush=True)
-        return run.replay
-
     def _learner_state(self) -> Run:
         if self._run is None:
-            self._run = start_run(self.config, self._shared, self.run_dir)
+            self._run = start_run(self.config, self.algorithm, self._shared, self.run_dir)
         return self._run
 
     def _handle_next(self, step_means: _StepMeans) -> str | None:
@@ -336,10 +297,9 @@ class Trainer:
             for callback in self.callbacks:
                 callback.on_episode_end(self, message.episode)
         elif isinstance(message, (Transitions, Gradients)):
-            transitions = len(message.batch) if isinstance(message, Transitions) else message.transitions
-            run.counters.transitions += transitions
-            run.counters.frames += transitions * run.env_info.frames_per_step
-            for stats in self._steps.consume(message):
+            run.counters.transitions += message.transitions
+            run.counters.frames += message.transitions * run.env_info.frames_per_step
+            for stats in run.learner.consume(message):
                 self._log_step(stats)
                 step_means.add(stats)
                 self._load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))
@@ -363,8 +323,7 @@ class Trainer:
             self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                               self._pool.child_wait_seconds(), run.rewards.mean_reward)
             self._roll_back_if_locked()
-            if isinstance(self._steps, GradientSteps):
-                run.writer.add_scalar("train/dropped_gradients", self._steps.dropped, run.counters.frames)
+            run.learner.log_interval(run.writer, run.counters.frames)
         return None
 
     def _roll_back_if_locked(self) -> None:
@@ -426,7 +385,7 @@ class Trainer:
         self._pool.restart(died.worker_id)
         run.writer.add_scalar("workers/restarts", run.counters.worker_restarts, run.counters.frames)
 
-    def _log_step(self, stats: StepStats) -> None:
+    def _log_step(self, stats: Any) -> None:
         """Every step's scalars as means of 10 steps; a sampled step's diagnostics as they are."""
         frame = self._run.counters.frames
         for name, value in dataclasses.asdict(stats).items():
@@ -468,7 +427,7 @@ class _StepMeans:
         self.sums = dict.fromkeys(names, 0.0)
         self.counts = dict.fromkeys(names, 0)
 
-    def add(self, stats: StepStats | QStepStats) -> None:
+    def add(self, stats: Any) -> None:
         for name in self.sums:
             value = getattr(stats, name)
             if value is not None:

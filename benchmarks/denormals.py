@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from a3c.config import ATARI_PRESET
+from a3c.algos.a3c.settings import ATARI_PRESET
 from a3c.learner import make_adam
 from lib.denormals import flush_denormals
 from lib.envs import describe_env

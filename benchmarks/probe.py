@@ -35,8 +35,8 @@ from multiprocessing.process import BaseProcess
 import numpy as np
 import torch
 
-from a3c.config import ATARI_PRESET
-from a3c.learner import Learner
+from a3c.algos.a3c.learner import Learner
+from a3c.algos.a3c.settings import ATARI_PRESET
 from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from a3c.config import make_config
-from a3c.ray_pool import Block, block_steps
+from a3c.ray_actor import Block, block_steps
 from benchmarks.probe import (
     env_stage,
     inference_stage,

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from a3c.config import ATARI_PRESET
+from a3c.algos.a3c.settings import ATARI_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (

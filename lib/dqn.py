@@ -71,10 +71,6 @@ def build_q_net(env_info: EnvInfo, dueling: bool = True) -> nn.Module:
     return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling)
 
 
-def is_q_net(net: nn.Module) -> bool:
-    return isinstance(net, (MlpQ, AtariQ))
-
-
 def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
     """Ape-X's fixed exploration rates: actor i of N acts with base ** (1 + alpha * i / (N - 1)),
     from ``base`` for the first down to ``base ** (1 + alpha)`` for the last."""

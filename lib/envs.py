@@ -44,8 +44,7 @@ _register_atari()
 
 def is_atari(env_id: str) -> bool:
     """True when the registered entry point is the Arcade Learning Environment."""
-    spec = _spec(env_id)
-    return "ale_py" in str(spec.entry_point)
+    return env_family(env_id).atari
 
 
 def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
@@ -113,6 +112,22 @@ def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) 
         stack_num=ATARI_FRAME_STACK, frameskip=ATARI_FRAME_SKIP, maxpool=True, noop_max=noop_max,
         episodic_life=False, reward_clipping=False, use_fire_reset=False,
     )
+
+
+@dataclass(frozen=True)
+class EnvFamily:
+    """What the settings need to know of an env, read from its registration alone: no env
+    is made, so a run's settings can be checked before anything starts."""
+
+    env_id: str
+    atari: bool
+    reward_threshold: float | None
+
+
+def env_family(env_id: str) -> EnvFamily:
+    """The env's family and goal; EnvError for an unknown id."""
+    spec = _spec(env_id)
+    return EnvFamily(env_id, "ale_py" in str(spec.entry_point), spec.reward_threshold)
 
 
 @dataclass(frozen=True)

@@ -55,10 +55,11 @@ class TransitionBatch:
         return TransitionBatch(**{name: None if column is None else np.array(column)
                                   for name, column in self._columns()})
 
-    def columns_but_states(self) -> dict[str, np.ndarray | None]:
-        """Every column except ``states``: what travels beside a shared-memory slot that
-        holds the states (``TransitionBatch(states=..., **columns)`` puts them back)."""
-        return {name: column for name, column in self._columns() if name != "states"}
+    def small_columns(self) -> dict[str, np.ndarray | None]:
+        """Every column but the observations (``states``, ``last_states``): what travels
+        beside a shared-memory slot that holds those
+        (``TransitionBatch(states=..., last_states=..., **columns)`` puts them back)."""
+        return {name: column for name, column in self._columns() if name not in ("states", "last_states")}
 
     def _columns(self) -> list[tuple[str, np.ndarray | None]]:
         return [(field.name, getattr(self, field.name)) for field in dataclasses.fields(self)]

@@ -8,10 +8,9 @@ import psutil
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from a3c.algos import get_algorithm
 from a3c.config import Config
-from a3c.pool import WorkerPool
-from a3c.run import slot_layout
-from a3c.worker import worker_main
+from a3c.process_pool import ProcessPool
 from lib.envs import describe_env
 from lib.models import build_net
 
@@ -25,7 +24,7 @@ def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
     return Config(**settings)
 
 
-def toy_pool(config: Config, net: torch.nn.Module | None = None) -> WorkerPool:
+def toy_pool(config: Config, net: torch.nn.Module | None = None) -> ProcessPool:
     """A pool of real children on ``config``'s toy env, acting with ``net`` (in shared
     memory) or a fresh net of seed 0."""
     torch.manual_seed(0)
@@ -34,11 +33,14 @@ def toy_pool(config: Config, net: torch.nn.Module | None = None) -> WorkerPool:
         net = build_net(env_info)
     net.share_memory()
     version_counter = torch.zeros((), dtype=torch.int64).share_memory_()
-    return WorkerPool(worker_main, (config, net, version_counter), config.processes,
-                      config.queue_capacity, config.seed, slot_layout(config, env_info, net))
+    return ProcessPool(get_algorithm(config.algo), config, env_info, net, version_counter, config.seed)
 
 
-def receive(pool: WorkerPool, count: int, timeout: float = 60.0) -> list:
+def pids(pool: ProcessPool) -> list[int]:
+    return [worker.pid for worker in pool.workers()]
+
+
+def receive(pool: ProcessPool, count: int, timeout: float = 60.0) -> list:
     """The next ``count`` messages, failing the test if they take longer than ``timeout``."""
     messages, deadline = [], time.monotonic() + timeout
     while len(messages) < count:

@@ -55,6 +55,11 @@ def wait_for_nodes(count: int, timeout: float = 90.0) -> None:
         time.sleep(0.5)
 
 
+def nodes(trainer) -> list[str | None]:
+    """The node each actor's last block came from (None before its first)."""
+    return [worker.node_id for worker in trainer._pool.workers()]
+
+
 def cluster_runs(logdir: Path) -> dict:
     import ray
 
@@ -81,9 +86,9 @@ def cluster_runs(logdir: Path) -> dict:
         with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, processes=4, envs_per_process=8,
                      logdir=str(logdir), name="nodes", max_seconds=240, max_worker_restarts=4) as trainer:
             first = trainer.train(seconds=2)
-            while None in trainer._pool.node_ids() and first["seconds"] < 60:  # every actor has sent
+            while None in nodes(trainer) and first["seconds"] < 60:  # every actor has sent
                 first = trainer.train(seconds=1)
-            seen["nodes_at_start"] = trainer._pool.node_ids()
+            seen["nodes_at_start"] = nodes(trainer)
             kill_group(second)
             second = None
             while not (result := trainer.train(seconds=5))["done"]:
@@ -96,7 +101,7 @@ def cluster_runs(logdir: Path) -> dict:
                      logdir=str(logdir), name="dqn", max_seconds=60, learning_starts=500) as trainer:
             while not (result := trainer.train(seconds=5))["done"] and result["policy_version"] < 50:
                 pass
-            seen["dqn"] = {"steps": result["policy_version"], "replay": len(trainer._run.replay),
+            seen["dqn"] = {"steps": result["policy_version"], "replay": len(trainer._run.learner.replay),
                            "frames": result["frames"]}
         seen["cluster_still_up"] = ray.is_initialized()
         ray.shutdown()

@@ -3,20 +3,17 @@ import pytest
 import torch
 
 import a3c.cli
-from a3c.config import (
+from a3c.algos import get_algorithm
+from a3c.algos.a3c.settings import (
     ATARI_PRESET,
-    CORES,
-    KEYWORDS,
-    SETTINGS,
     VECTOR_PRESET,
     atari_preset,
-    build_parser,
-    flag,
     grads_layout,
-    make_config,
-    parse_config,
     vector_preset,
 )
+from a3c.channel import queue_capacity, slots_per_child
+from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
+from a3c.settings import CORES
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -49,7 +46,12 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--tau", "2"], "--tau must be <= 1"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--priority-beta", "1.5"], "--priority-beta"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--replay-size", "0"], "--replay-size"),
-    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--mode", "grads"], "A3C"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--mode", "grads"],
+     "--mode is a setting of --algo a3c, not of --algo dqn"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--entropy-beta", "0.1"], "--algo a3c"),
+    (["-n", "x", "--env", "CartPole-v1", "--replay-size", "1000"], "--replay-size is a setting of --algo dqn"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--replay-size", "1000", "--learning-starts", "2000"],
+     "--learning-starts 2,000 is above --replay-size 1,000"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "sarsa"], "--algo"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "spark"], "--backend"),
     (["-n", "x", "--env", "CartPole-v1", "--ray-address", "127.0.0.1:6379"], "is for --backend ray"),
@@ -108,14 +110,19 @@ def test_atari_layout_gives_the_learner_its_own_cores(cores, processes, envs, th
 
 
 def test_default_queue_holds_two_learner_batches():
+    a3c = get_algorithm("a3c")
+
+    def capacity(config):
+        return queue_capacity(config, a3c.transitions_per_message(config))
+
     one_child = parse_config(["-n", "q", "--processes", "1", "--envs-per-process", "32"])
-    assert one_child.queue_capacity == 8  # 2 x 128 transitions in micro-batches of 32
-    assert one_child.slots_per_child == 8
+    assert capacity(one_child) == 8  # 2 x 128 transitions in micro-batches of 32
+    assert slots_per_child(one_child, a3c.transitions_per_message(one_child)) == 8
     many = parse_config(["-n", "q", "--processes", "8", "--envs-per-process", "64"])
-    assert many.queue_capacity == 16  # two per child wins over 2 x 128 / 64 = 4
+    assert capacity(many) == 16  # two per child wins over 2 x 128 / 64 = 4
     grads = parse_config(["-n", "q", "--mode", "grads", "--processes", "1"])
-    assert grads.queue_capacity == 2  # one gradient is a whole batch
-    assert parse_config(["-n", "q", "--queue-size", "5"]).queue_capacity == 5
+    assert capacity(grads) == 2  # one gradient is a whole batch
+    assert capacity(parse_config(["-n", "q", "--queue-size", "5"])) == 5
 
 
 @pytest.mark.parametrize("cores, atari, processes, envs", [

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from a3c.algos import get_algorithm
 from a3c.learner import make_adam
 from a3c.messages import Transitions
 from a3c.run import share_net
@@ -16,6 +17,7 @@ from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushin
 from benchmarks.probe import LimitProbe
 from benchmarks.report import _denormals_section
 from lib.denormals import flush_denormals
+from lib.envs import describe_env
 from tests.helpers import receive, toy_config, toy_pool
 from tests.toy_envs import FloatModeEnv
 
@@ -71,7 +73,8 @@ def test_threads_started_after_flushing_flush_too(flushing):
 
 
 def test_the_learner_process_flushes(flushing):
-    share_net(toy_config())
+    config = toy_config()
+    share_net(config, get_algorithm("a3c"), describe_env(config.env_id))
     assert half_smallest_normal() == 0.0
 
 

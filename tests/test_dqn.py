@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
-from a3c.checkpoint import load_checkpoint
-from a3c.dqn_learner import QLearner, ReplaySteps
+from a3c.algos.dqn.learner import QLearner, ReplaySteps
+from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.messages import Transitions
 from a3c.play import play
 from lib.dqn import (
@@ -164,13 +164,13 @@ def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, 
                  save_replay=True, learning_starts=500) as trainer:
         trainer.train(frames=2_000)
         saved = trainer.save(tmp_path / "with")
-        size = len(trainer._run.replay)
+        size = len(trainer._run.learner.replay)
     state = load_checkpoint(saved)
     assert len(state["replay"]["actions"]) == size and "target_model" in state
     restored = Trainer.restore(saved)
     with restored:
         restored.train(frames=500)
-        assert len(restored._run.replay) >= size
+        assert len(restored._run.learner.replay) >= size
     assert f"replay buffer restored: {size:,} transitions" in capsys.readouterr().out
     without = Trainer.restore(saved, save_replay=False)
     state_without = load_checkpoint(without.save(tmp_path / "without"))
@@ -181,7 +181,7 @@ def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, 
 
 
 def test_grads_mode_is_for_a3c_only(tmp_path):
-    with pytest.raises(ConfigError, match="--mode grads is for A3C"):
+    with pytest.raises(ConfigError, match="--mode is a setting of --algo a3c"):
         Trainer(env="CartPole-v1", algo="dqn", mode="grads", logdir=str(tmp_path))
 
 
@@ -193,3 +193,17 @@ def test_atari_q_net_takes_uint8_frames_through_the_nature_conv_body():
     assert torch.all(first.bias == 0)  # initialised as the actor-critic's shared conv body
     rows = first.weight.reshape(32, -1)
     assert torch.allclose(rows @ rows.T, 2.0 * torch.eye(32), atol=1e-4)  # orthogonal, gain sqrt 2
+
+
+def test_a_checkpoint_written_before_the_algorithm_seam_restores(tmp_path):
+    """DQN runs saved every algorithm's settings then (an entropy bonus, heads, a mode):
+    restoring reads only DQN's and the run's."""
+    with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path)) as trainer:
+        path = trainer.save()
+    state = load_checkpoint(path)
+    state["config"].update(entropy_beta=0.0, value_weight=1.0, lr_warmup=0, heads="separate", mode="data",
+                           grad_batch=2, max_policy_lag=None)
+    save_checkpoint(path, state)
+    restored = Trainer.restore(path)
+    assert (restored.config.algo, restored.config.entropy_beta, restored.config.heads) == ("dqn", None, None)
+    assert restored.compute_action(np.zeros(4, dtype=np.float32)) in (0, 1)

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.learner import GradientSteps, Learner, NonFiniteLoss, gradients_by_term, relu_activity
+from a3c.algos.a3c.acting import GradientSender
+from a3c.algos.a3c.learner import GradientSteps, Learner, gradients_by_term, relu_activity
+from a3c.learner import NonFiniteLoss
 from a3c.messages import Gradients
-from a3c.worker import GradientSender
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
 from lib.models import MlpA2C

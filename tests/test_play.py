@@ -72,6 +72,7 @@ def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, heads):
     net = build_net(describe_env("PongNoFrameskip-v4"), heads)
     path = tmp_path / "pong.pt"
     save_checkpoint(path, {"config": {"env_id": "PongNoFrameskip-v4", "heads": heads}, "model": net.state_dict()})
-    env_id, loaded = a3c.play.load_policy(str(path))
+    env_id, algorithm, loaded = a3c.play.load_policy(str(path))
+    assert algorithm.name == "a3c"  # a checkpoint that names no algorithm is A3C's
     assert env_id == "PongNoFrameskip-v4"
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))

@@ -15,7 +15,7 @@ from a3c.pool import WorkerDied
 from lib.envs import describe_env
 from lib.experience import EpisodeResult
 from lib.models import build_net
-from tests.helpers import alive, receive, toy_config, toy_pool
+from tests.helpers import alive, pids, receive, toy_config, toy_pool
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,7 +32,7 @@ def pool_factory():
     yield make
     for pool in pools:
         pool.close()
-        assert alive(pool.pids) == []
+        assert alive(pids(pool)) == []
     assert mp.active_children() == []
 
 
@@ -81,7 +81,7 @@ def test_queue_bound_holds_and_the_child_waits_on_a_full_queue(pool_factory):
     # the child blocked for (nearly) all of that second, and that wait was counted
     assert pool.child_wait_seconds() - waited_before >= blocked / 2
     assert pool.queued() <= capacity
-    assert psutil.Process(pool.pids[0]).is_running()
+    assert psutil.Process(pids(pool)[0]).is_running()
 
 
 def test_close_stops_children_blocked_on_a_full_queue(pool_factory):
@@ -91,21 +91,21 @@ def test_close_stops_children_blocked_on_a_full_queue(pool_factory):
     wait_until(lambda: pool.queued() >= 2)  # both children's queues full: both blocked
     pool.close(join_timeout=60.0)
     # they left on the stop event (exit 0), not by the kill that follows a join timeout
-    assert pool.exitcodes == [0, 0]
-    assert alive(pool.pids) == []
+    assert [worker.exitcode for worker in pool.workers()] == [0, 0]
+    assert alive(pids(pool)) == []
 
 
 def test_killed_child_is_reported_and_restarted_fresh(pool_factory):
     pool = pool_factory(toy_config(processes=2))
     pool.start()
     receive(pool, 4)
-    victim = pool.pids[1]
+    victim = pids(pool)[1]
     os.kill(victim, signal.SIGKILL)
     with pytest.raises(WorkerDied) as died:
         receive(pool, 10**6)  # fails the test if no death is reported within its minute
     assert died.value.worker_id == 1 and died.value.exitcode == -signal.SIGKILL
     pool.restart(1)
-    assert pool.pids[1] != victim and psutil.Process(pool.pids[1]).is_running()
+    assert pids(pool)[1] != victim and psutil.Process(pids(pool)[1]).is_running()
     # Fresh envs start again at episode 0: the new child's first transition is state 0,
     # and nothing its predecessor left in a reused slot reaches the learner after it.
     from_new_child = []

@@ -9,17 +9,18 @@ import sys
 
 import pytest
 
+from a3c.algos import get_algorithm
 from a3c.config import make_config
-from a3c.ray_pool import block_steps, blocks_in_flight
+from a3c.ray_actor import block_steps, blocks_in_flight
 from tests.test_sweep import ROOT, _namespace_problem
 
 
 def test_blocks_hold_a_learner_batch_and_as_many_transitions_in_flight_as_the_queues():
     pong = make_config(env="PongNoFrameskip-v4", backend="ray", processes=1, envs_per_process=32)
     assert block_steps(pong) == 4  # 128 transitions a block
-    assert blocks_in_flight(pong) == 2  # 8 queue slots of 32 transitions
+    assert blocks_in_flight(get_algorithm("a3c"), pong) == 2  # 8 queue slots of 32 transitions
     small = make_config(env="CartPole-v1", backend="ray", processes=2, envs_per_process=8, batch_size=20)
-    assert block_steps(small) == 3 and blocks_in_flight(small) >= 2
+    assert block_steps(small) == 3 and blocks_in_flight(get_algorithm("a3c"), small) >= 2
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,11 @@ import torch
 
 import a3c.trainer
 from a3c import Trainer
+from a3c.algos import get_algorithm
 from a3c.checkpoint import load_checkpoint
 from a3c.rollback import BestState, policy_locked
 from a3c.run import make_run_dir, share_net, start_run
+from lib.envs import describe_env
 from tests.helpers import scalars, toy_config
 
 LN2 = math.log(2)
@@ -47,7 +49,9 @@ def test_best_state_copies_at_most_once_per_interval_unless_forced():
 
 def test_roll_back_puts_back_weights_and_optimizer_and_best_pt_holds_the_copy(tmp_path):
     config = toy_config(logdir=str(tmp_path))
-    run = start_run(config, share_net(config), make_run_dir(config))
+    a3c = get_algorithm("a3c")
+    shared = share_net(config, a3c, describe_env(config.env_id))
+    run = start_run(config, a3c, shared, make_run_dir(config))
     parameter = next(run.learner.net.parameters())
 
     def adam_step(gradient: float) -> None:

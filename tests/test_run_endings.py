@@ -68,7 +68,7 @@ def test_resume_continues_counters_optimizer_and_tensorboard_steps(launch, tmp_p
 
 
 def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(a3c.trainer, "WorkerPool", lambda *args: pytest.fail("a child was started"))
+    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(b"\x00" * 64)
     foreign = tmp_path / "foreign.pt"
@@ -89,7 +89,7 @@ def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, mo
 
 
 def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(capsys, monkeypatch):
-    monkeypatch.setattr(a3c.trainer, "WorkerPool", lambda *args: pytest.fail("a child was started"))
+    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     # /proc takes no new directories, even from root, for whom the access check passes
     with pytest.raises(SystemExit) as exited:
         a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--logdir", "/proc/nope"])

@@ -2,19 +2,20 @@
 the shared Q-network and send n-step transitions; the learner keeps them in a replay
 buffer and trains on samples of it with Double-DQN targets from a target network.
 
-``ReplaySteps`` stands where ``TransitionSteps`` stands for A3C: it takes the children's
-messages and returns the steps it took, so the trainer's loop is the same for both.
+``DQNLearner`` is the algorithm's learner side: the ``QLearner`` (online and target nets,
+Adam), the replay buffer and the ``ReplaySteps`` that fill it and sample it.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from a3c.algos.dqn.acting import env_epsilons
 from a3c.learner import clip_and_step, make_adam, new_version_counter
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
@@ -22,7 +23,11 @@ from lib.models import forward
 from lib.replay import ReplayBuffer
 
 if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
+    from a3c.config import Config
     from a3c.messages import Transitions
+    from lib.envs import EnvInfo
 
 
 @dataclass
@@ -156,3 +161,60 @@ class ReplaySteps:
                 policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
                 if message.batch.policy_versions is not None else None))
         return steps
+
+
+class DQNLearner:
+    """The learner side of ``--algo dqn``; the replay buffer is made when the children start
+    (a trainer that only acts or saves never allocates it)."""
+
+    stats_type = QStepStats
+
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, env_info: EnvInfo):
+        self.config = config
+        self.env_info = env_info
+        self.learner = QLearner(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
+                                torch.device(config.device), version_counter, config.double,
+                                config.target_sync, config.tau)
+        self.net = net
+        self.optimizer = self.learner.optimizer
+        self.replay: ReplayBuffer | None = None
+        self.steps: ReplaySteps | None = None
+
+    @property
+    def policy_version(self) -> int:
+        return self.learner.policy_version
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+        """The replay buffer, the checkpoint's when it holds one (a resumed run without one
+        says it refills); the envs' epsilons in TensorBoard."""
+        config, info = self.config, self.env_info
+        self.replay = ReplayBuffer(config.replay_size, info.observation_shape, info.observation_dtype,
+                                   config.priority_alpha, config.prioritized, frame_stack=info.frame_stack)
+        if restored is not None and "replay" in restored:
+            self.replay.load_state_dict(restored["replay"])
+            print(f"replay buffer restored: {len(self.replay):,} transitions", flush=True)
+        elif restored is not None:
+            print(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
+                  f"learning waits for {config.learning_starts:,} transitions", flush=True)
+        self.steps = ReplaySteps(self.learner, self.replay, config.batch_size, config.replay_ratio,
+                                 config.learning_starts, config.priority_beta, config.beta_steps, config.seed)
+        epsilons = env_epsilons(config)
+        for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
+            writer.add_scalar(f"train/epsilon_{name}", float(value), frame)
+
+    def consume(self, message: Transitions) -> list[QStepStats]:
+        return self.steps.consume(message)
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Every step's figures are logged already."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        """The target net, and the replay buffer with ``--save-replay``."""
+        extras: dict[str, Any] = {"target_model": self.learner.target_net.state_dict()}
+        if with_replay and self.config.save_replay and self.replay is not None:
+            extras["replay"] = self.replay.state_dict()
+        return extras
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        if "target_model" in state:
+            self.learner.target_net.load_state_dict(state["target_model"])

@@ -1,0 +1,91 @@
+"""A3C: the actor-critic the project is named for. Children act by sampling the policy and
+send n-step transitions with V(last state) (data mode), or train a copy of the net on their
+own transitions and send the gradients (``--mode grads``); the learner steps Adam on the
+policy-gradient, value and entropy terms."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from a3c.algos.a3c.settings import (
+    ATARI_PRESET,
+    REFERENCE_PRESET,
+    VECTOR_PRESET,
+    A3CSettings,
+    grads_layout,
+)
+from a3c.algos.base import Algorithm, Sender
+from a3c.settings import CORES, ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from a3c.algos.a3c.learner import A3CLearner
+    from a3c.channel import ChildChannel, SlotLayout
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+class A3C(Algorithm):
+    name = "a3c"
+    summary = "the actor-critic: children sample the policy and send n-step transitions (or gradients)"
+    settings = A3CSettings
+
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        if values.get("preset") == "reference":
+            preset = REFERENCE_PRESET
+        else:
+            preset = ATARI_PRESET if atari else VECTOR_PRESET
+        if values.get("mode") == "grads":
+            preset = grads_layout(preset, CORES, atari)
+        return dataclasses.asdict(preset)
+
+    def defaults_help(self, name: str) -> str | None:
+        text = super().defaults_help(name)
+        if text is None:
+            return None
+        return f"{text}, {getattr(REFERENCE_PRESET, name)} with --preset reference"
+
+    def check(self, config: Config, atari: bool) -> None:
+        if config.heads == "shared" and not atari:
+            raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
+        if config.mode == "grads" and config.backend == "ray":
+            raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
+
+    def describe(self, config: Config) -> str:
+        return f"a3c, {config.mode} mode"
+
+    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        from lib.models import build_net
+
+        # checkpoints from before the heads setting hold the reference net
+        return build_net(env_info, settings.get("heads") or "separate")
+
+    def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                    channel: ChildChannel) -> Sender:
+        if config.mode != "grads":
+            return super().make_sender(config, net, version_counter, channel)
+        from a3c.algos.a3c.acting import GradientSender
+
+        return GradientSender(config, net, version_counter, channel, next(net.parameters()).device)
+
+    def transitions_per_message(self, config: Config) -> int:
+        return config.batch_size if config.mode == "grads" else config.envs_per_process
+
+    def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
+        """Grads mode: one flat gradient a slot."""
+        if config.mode != "grads":
+            return super().slot_layout(config, env_info, net)
+        from a3c.channel import SlotLayout, slots_per_child
+
+        parameters = sum(parameter.numel() for parameter in net.parameters())
+        return SlotLayout((parameters,), "float32", rows=1,
+                          slots=slots_per_child(config, self.transitions_per_message(config)))
+
+    def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                     env_info: EnvInfo) -> A3CLearner:
+        from a3c.algos.a3c.learner import A3CLearner
+
+        return A3CLearner(config, net, version_counter)

@@ -1,0 +1,58 @@
+"""A3C's grads mode on the acting side: a child that trains its own copy of the net on its
+transitions and sends the gradients."""
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from a3c.channel import ChildChannel
+from lib.batch import TransitionBuffer
+from lib.experience import TransitionBatch
+from lib.gradients import flat_gradients, loss_gradients
+from lib.loss import LossSettings
+
+if TYPE_CHECKING:
+    from a3c.config import Config
+
+
+def loss_settings(config: Config) -> LossSettings:
+    """The actor-critic loss's settings, the same in a grads-mode child and in the learner."""
+    return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16)
+
+
+class GradientSender:
+    """Grads mode: act with a private copy of the net, compute the loss gradient on each
+    ``batch_size`` transitions, send it, then copy the shared weights again."""
+
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                 channel: ChildChannel, device: torch.device):
+        self.loss_settings = loss_settings(config)
+        self.shared_net = net
+        self.version_counter = version_counter
+        self.channel = channel
+        self.device = device
+        self.acting_net = copy.deepcopy(net)
+        self.buffer = TransitionBuffer(config.batch_size)
+        self._version = 0
+        self._pull_weights()
+
+    def _pull_weights(self) -> None:
+        self._version = int(self.version_counter)  # read first: the copy is at least this new
+        self.acting_net.load_state_dict(self.shared_net.state_dict())
+
+    def policy_version(self) -> int:
+        return self._version
+
+    def send(self, batch: TransitionBatch) -> bool:
+        self.buffer.add(batch)
+        while (transitions := self.buffer.pop_batch()) is not None:
+            loss = loss_gradients(self.acting_net, transitions, self.loss_settings, self.device)
+            sent = self.channel.put_gradient(flat_gradients(self.acting_net), self._version,
+                                             len(transitions), loss)
+            if not sent:
+                return False
+            self._pull_weights()
+        return True

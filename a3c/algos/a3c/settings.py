@@ -1,0 +1,80 @@
+"""A3C's own settings and its presets per env family: values that solve Pong for Atari
+(docs/learning.md), values measured on CartPole for vector observations, and the
+reference chapter's Pong values (``--preset reference``). Pure: no torch."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from a3c.settings import CORES, Preset, option, process_layout
+
+MODES = ("data", "grads")
+HEADS = ("shared", "separate")
+"""The two Atari nets of ``lib.models.AtariA2C``."""
+
+
+@dataclass(frozen=True)
+class A3CSettings:
+    """The actor-critic's loss, net and the two ways its children can feed the learner."""
+
+    entropy_beta: float = option("weight of the entropy bonus", None, at_least=0.0, family=True)
+    value_weight: float = option("weight of the value loss against the policy loss", None, above=0.0,
+                                 family=True)
+    lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
+                            None, at_least=0, family=True)
+    heads: str = option("Atari net: one shared 512-unit layer under linear heads, or separate "
+                        "layers (the reference's)", None, choices=HEADS, family=True)
+    mode: str = option("data: children send transitions; grads: children compute gradients on "
+                       "their own batches and send those (A3C only)", "data", choices=MODES)
+    grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
+                             at_least=1)
+    max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
+                                        "steps", None, at_least=0)
+
+
+@dataclass(frozen=True)
+class A3CPreset(Preset):
+    """Every family setting of A3C."""
+
+    entropy_beta: float = 0.01
+    value_weight: float = 1.0
+    lr_warmup: int = 0
+    heads: str = "separate"
+
+
+def reference_preset(cores: int) -> A3CPreset:
+    """The reference chapter's Pong values (Adam lr 1e-3 eps 1e-3, clip 0.1, 4-step, batch
+    128, entropy 0.01, value weight 1), with the layout from ``cores``: ``--preset reference``."""
+    return A3CPreset(**process_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
+                     gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3)
+
+
+def atari_preset(cores: int) -> A3CPreset:
+    """The reference layout and batch with what let the policy learn (docs/learning.md): a
+    shared 512-unit layer under linear heads, a scale-free Adam (eps 1e-5) warmed up over
+    500 steps, 20-step returns, the value loss at half weight; layout from ``cores``."""
+    return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
+                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
+
+
+def vector_preset(cores: int) -> A3CPreset:
+    """Values measured on CartPole-v1 (lr 3e-3, clip 1.0, entropy bonus 0.01, 32 envs); layout
+    from ``cores``. A child's step costs little more for 32 envs than for 16, so frames/s
+    rises by about half, and frames to solve stayed the same. Without the entropy bonus a
+    run now and then locks into one action for good (docs/learning.md, "CartPole")."""
+    return A3CPreset(**process_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
+                     gamma=0.99, lr=3e-3, clip_grad=1.0, adam_eps=1e-3)
+
+
+def grads_layout(preset: A3CPreset, cores: int, atari: bool) -> A3CPreset:
+    """In grads mode the children also train and the learner only sums and steps, so the
+    children get every core. Atari keeps the data-mode envs in total; vector envs are halved,
+    which solved CartPole in fewer frames and no more time (docs/performance.md)."""
+    data_envs = preset.processes * preset.envs_per_process
+    envs_in_total = data_envs if atari else data_envs // 2
+    return dataclasses.replace(preset, processes=cores, envs_per_process=max(1, envs_in_total // cores))
+
+
+ATARI_PRESET = atari_preset(CORES)
+VECTOR_PRESET = vector_preset(CORES)
+REFERENCE_PRESET = reference_preset(CORES)

@@ -1,0 +1,162 @@
+"""The one interface every algorithm implements, in three parts that run in different places:
+
+- **settings** (pure; the parser, ``make_config`` and ``--help`` ask): the algorithm's own
+  options (``settings``, a dataclass of ``option`` fields joined into ``Config``), what it
+  gives each env family (``family_defaults``) and which combinations it refuses (``check``);
+  ``preflight`` asks the machine (memory, say) once, before any child;
+- **acting** (in every child and Ray actor): its net, how the children choose actions and
+  what they send (``acting_options``, ``make_sender``, ``slot_layout``), and how ``play``
+  and ``compute_action`` pick an action;
+- **learning** (in the learner only): ``make_learner`` gives the object that turns the
+  children's messages into optimizer steps and says what a checkpoint adds.
+
+The settings part must import neither torch nor the other parts at module level: a Config
+is built without torch, and a child imports the acting side only. The acting and learning
+methods therefore import their modules when called.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    import torch
+    from tensorboardX import SummaryWriter
+    from torch import nn
+
+    from a3c.channel import ChildChannel, SlotLayout
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+    from lib.experience import TransitionBatch
+
+
+@dataclasses.dataclass(frozen=True)
+class NoSettings:
+    """An algorithm without options of its own."""
+
+
+class Sender(Protocol):
+    """What a child acts with and how its transitions leave it."""
+
+    acting_net: nn.Module
+
+    def policy_version(self) -> int: ...
+
+    def send(self, batch: TransitionBatch) -> bool:
+        """Send (or use) ``batch``; False when the child was told to stop meanwhile."""
+
+
+class AlgorithmLearner(Protocol):
+    """The learner side of an algorithm: owns the optimizer of the shared net."""
+
+    net: nn.Module
+    optimizer: torch.optim.Optimizer
+    stats_type: type
+    """The dataclass of one step's figures (``consume`` returns a list of them)."""
+
+    @property
+    def policy_version(self) -> int: ...
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+        """The children are starting: make what only training needs (a replay buffer, say),
+        from ``restored`` where the checkpoint holds it."""
+
+    def consume(self, message: Any) -> list[Any]:
+        """One message of the children (Transitions or Gradients): the steps it led to."""
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Figures logged once a report interval."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        """What a checkpoint holds besides the net, the optimizer and the counters
+        (``with_replay``: a replay buffer too, where the settings keep one)."""
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        """Take back what ``checkpoint_extras`` added."""
+
+
+class Algorithm:
+    """An algorithm behind ``--algo NAME``: subclass, fill in the parts, register it
+    (``a3c.algos.register``). Instances must pickle (children receive them)."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    """One line for ``--help``."""
+    settings: ClassVar[type] = NoSettings
+
+    # settings
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A value for every family setting the algorithm uses, for Atari or vector envs;
+        ``values`` are the settings given (``preset`` among them)."""
+        raise NotImplementedError
+
+    def check(self, config: Config, atari: bool) -> None:
+        """ConfigError for a combination of settings the algorithm cannot run."""
+
+    def defaults_help(self, name: str) -> str | None:
+        """What the algorithm gives setting ``name`` for each family, for ``--help``."""
+        atari = self.family_defaults(True, {}).get(name)
+        vector = self.family_defaults(False, {}).get(name)
+        if atari is None and vector is None:
+            return None
+        return f"{_shown(atari)} for Atari, {_shown(vector)} for vector observations"
+
+    def describe(self, config: Config) -> str:
+        """The run's start line names the algorithm this way."""
+        return self.name
+
+    def preflight(self, config: Config, env_info: EnvInfo) -> None:
+        """ConfigError for what this machine cannot give the run; asked before any child."""
+
+    # acting
+    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        """The net from a run's settings: a Config's fields, or a checkpoint's ``config``."""
+        raise NotImplementedError
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        """Keywords of ``VectorActor``: how child ``worker_id`` chooses actions and whether
+        it sends last states; by default it samples the policy and sends V(last state)."""
+        return {}
+
+    def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                    channel: ChildChannel) -> Sender:
+        """How a child's transitions leave it; by default, as they are, through the slots."""
+        from a3c.worker import TransitionSender
+
+        return TransitionSender(net, version_counter, channel)
+
+    def transitions_per_message(self, config: Config) -> int:
+        """About how many transitions one child message carries (sizes the queues)."""
+        return config.envs_per_process
+
+    def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
+        """The shared-memory slots of one child: room for the states of the most
+        transitions one vector step can emit, and their last states if they travel."""
+        from a3c.channel import SlotLayout, slots_per_child
+
+        rows = config.envs_per_process * config.reward_steps
+        if self.acting_options(config, 0).get("send_last_states"):
+            rows *= 2
+        return SlotLayout(env_info.observation_shape, env_info.observation_dtype, rows=rows,
+                          slots=slots_per_child(config, self.transitions_per_message(config)))
+
+    def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
+        """The actions ``play`` and ``compute_action`` take given the net's first output."""
+        from lib.models import greedy_actions, sample_actions
+
+        return greedy_actions(logits) if greedy else sample_actions(logits)
+
+    # learning
+    def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                     env_info: EnvInfo) -> AlgorithmLearner:
+        raise NotImplementedError
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def net_settings(config: Config) -> dict[str, Any]:
+    """A Config as the settings mapping ``build_net`` takes (as a checkpoint saves them)."""
+    return dataclasses.asdict(config)

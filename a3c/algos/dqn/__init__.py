@@ -1,0 +1,80 @@
+"""DQN, Ape-X style: children act epsilon-greedy on the shared Q-network (each env with an
+epsilon of its own) and send n-step transitions with their last states; the learner keeps
+them in a prioritized replay buffer and trains on samples of it with Double-DQN targets
+from a target network."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from a3c.algos.base import Algorithm
+from a3c.algos.dqn.settings import (
+    ATARI_PRESET,
+    ATARI_REPLAY,
+    VECTOR_PRESET,
+    VECTOR_REPLAY,
+    DQNSettings,
+)
+from a3c.settings import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from a3c.algos.dqn.learner import DQNLearner
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+class DQN(Algorithm):
+    name = "dqn"
+    summary = ("Ape-X-style Q-learning from a replay buffer the children fill, acting "
+               "epsilon-greedy")
+    settings = DQNSettings
+
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        preset = ATARI_PRESET if atari else VECTOR_PRESET
+        return {**dataclasses.asdict(preset), **(ATARI_REPLAY if atari else VECTOR_REPLAY)}
+
+    def check(self, config: Config, atari: bool) -> None:
+        if config.learning_starts > config.replay_size:
+            raise ConfigError(f"--learning-starts {config.learning_starts:,} is above --replay-size "
+                              f"{config.replay_size:,}: the buffer would never hold enough to learn")
+
+    def preflight(self, config: Config, env_info: EnvInfo) -> None:
+        """The replay buffer must fit in the memory free now."""
+        from lib.replay import replay_bytes
+
+        needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
+                              env_info.frame_stack)
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):  # not a system that says: do not guess
+            return
+        if needed > available:
+            raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
+                              f"memory and {available / 2**30:.1f} GiB are free")
+
+    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        from lib.dqn import build_q_net
+
+        return build_q_net(env_info, settings.get("dueling", True))
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        from a3c.algos.dqn.acting import epsilon_greedy_acting
+
+        return epsilon_greedy_acting(config, worker_id)
+
+    def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
+        """Greedy on the Q-values, always."""
+        from lib.models import greedy_actions
+
+        return greedy_actions(logits)
+
+    def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                     env_info: EnvInfo) -> DQNLearner:
+        from a3c.algos.dqn.learner import DQNLearner
+
+        return DQNLearner(config, net, version_counter, env_info)

@@ -1,0 +1,29 @@
+"""DQN's acting side: every env explores epsilon-greedy with an Ape-X epsilon of its own."""
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from lib.dqn import actor_epsilons, epsilon_greedy
+
+if TYPE_CHECKING:
+    from a3c.config import Config
+
+
+def env_epsilons(config: Config) -> np.ndarray:
+    """The Ape-X epsilon of every env of every child, child 0's envs first."""
+    return actor_epsilons(config.processes * config.envs_per_process, config.epsilon_base,
+                          config.epsilon_alpha)
+
+
+def epsilon_greedy_acting(config: Config, worker_id: int) -> dict[str, Any]:
+    """Child ``worker_id``'s envs take their share of all envs' epsilons; last states are
+    sent, since the learner bootstraps from them with its own nets at training time."""
+    envs = config.envs_per_process
+    mine = torch.as_tensor(env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs],
+                           dtype=torch.float32)
+    return {"choose_actions": partial(epsilon_greedy, epsilons=mine.to(config.device)),
+            "send_last_states": True}

@@ -1,0 +1,45 @@
+"""Pre-flight: what the machine must give a run, asked once, before any child starts: the
+env's spaces (one env is made), the algorithm's needs (a replay buffer's memory), CUDA, a
+writable ``--logdir``, and Ray with an address that answers. Each failure is one
+ConfigError line, so the CLI exits 2 before anything starts."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from a3c.algos import get_algorithm
+from a3c.config import Config
+from a3c.settings import ConfigError
+from lib.envs import EnvError, EnvInfo, describe_env
+
+
+def preflight(config: Config) -> EnvInfo:
+    """The env's facts for the run; ConfigError for the first thing this machine lacks."""
+    try:
+        env_info = describe_env(config.env_id)
+    except EnvError as exc:
+        raise ConfigError(str(exc)) from exc
+    get_algorithm(config.algo).preflight(config, env_info)
+    if config.cuda:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError("--cuda given but CUDA is not available on this machine")
+    if not is_writable_dir(config.logdir):
+        raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
+    if config.backend == "ray":
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError("--backend ray needs Ray: pip install 'a3c[ray]'")
+        if config.ray_address is not None:
+            from a3c.ray_cluster import check_address
+
+            check_address(config.ray_address)
+    return env_info
+
+
+def is_writable_dir(path: str) -> bool:
+    """True if ``path`` is a directory we can write, or one we could create."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK)

@@ -1,0 +1,217 @@
+"""The process backend of the worker pool: the only place that knows about child
+processes, their queues and their shared-memory slots.
+
+Each child writes its own bounded queue. An ``mp.Queue`` shared by several writers holds
+one cross-process write lock while a child's feeder thread sends; a child SIGKILLed at
+that moment keeps it locked for good, and every other child (its own replacement included)
+then blocks on it forever: seen in 1 of about 20 runs of the restart test. A child's own
+queue is dropped with it and a restarted child gets a new one. The learner waits on all
+the queues' read ends at once.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import queue
+import time
+from multiprocessing.connection import wait
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.multiprocessing as mp
+
+from a3c.channel import ChildChannel, queue_capacity
+from a3c.messages import SlotGradients, SlotTransitions, WorkerCrashed
+from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
+from a3c.worker import worker_main
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from a3c.algos.base import Algorithm
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+LIVENESS_CHECK_SECONDS = 0.5
+
+
+class ProcessPool(WorkerPool):
+    """Spawned children running ``worker_main``, each with its own queue and slots."""
+
+    def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
+                 version_counter: torch.Tensor, base_seed: int):
+        super().__init__(algorithm, config, env_info, net, version_counter, base_seed)
+        processes = config.processes
+        self._context = mp.get_context("spawn")
+        self._args = (algorithm, config, net, version_counter)
+        slot_layout = algorithm.slot_layout(config, env_info, net)
+        capacity = queue_capacity(config, algorithm.transitions_per_message(config))
+        self._queue_capacity = math.ceil(capacity / processes)
+        self._queues: list = [None] * processes
+        self._next_queue = 0
+        self._salvaged: collections.deque = collections.deque()
+        self.stop_event = self._context.Event()
+        self._slot_layout = slot_layout
+        self._slots = [slot_layout.allocate() for _ in range(processes)]
+        self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
+                              for _ in range(processes)]
+        self._channels: list[ChildChannel | None] = [None] * processes
+        self._processes: list = [None] * processes
+        self._incarnations = [0] * processes
+        self._tasks: list = [None] * processes
+        self._env_task: Any = None
+        self._next_liveness_check = 0.0
+        self._closed = False
+
+    def start(self) -> None:
+        for worker_id in range(len(self._processes)):
+            self._start(worker_id)
+
+    def _start(self, worker_id: int) -> None:
+        incarnation = self._incarnations[worker_id]
+        self._queues[worker_id] = self._context.Queue(maxsize=self._queue_capacity)
+        self._tasks[worker_id] = self._context.Queue()
+        if self._env_task is not None:
+            self._tasks[worker_id].put(self._env_task)
+        channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event,
+                               self._slots[worker_id],
+                               self._context.BoundedSemaphore(self._slot_layout.slots),
+                               self._wait_seconds[worker_id], self._tasks[worker_id])
+        process = self._context.Process(
+            target=worker_main, name=f"a3c-worker-{worker_id}", daemon=True,
+            args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation)),
+        )
+        process.start()
+        self._channels[worker_id] = channel
+        self._processes[worker_id] = process
+
+    def restart(self, worker_id: int) -> None:
+        """Replace a dead child with a fresh one: new envs, next seed, its own slots reused.
+
+        A child that exited by itself flushed its queue on the way out: its records that
+        name a slot are dropped (the new child writes over those slots), the rest (finished
+        episodes, its crash report) are kept for ``get``. A child killed by a signal may
+        have left a torn message, which would block the read, so its queue goes unread.
+        """
+        process = self._processes[worker_id]
+        process.join(timeout=1.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
+        if process.exitcode is not None and process.exitcode >= 0:
+            self._salvaged.extend(message for message in self._drain(self._queues[worker_id])
+                                  if not isinstance(message, (SlotTransitions, SlotGradients)))
+        self._discard_queue(self._queues[worker_id])
+        self._discard_queue(self._tasks[worker_id])
+        self._incarnations[worker_id] += 1
+        self._start(worker_id)
+
+    def set_env_task(self, task: Any) -> None:
+        """Send every child ``task`` for its envs; children started later get it too."""
+        self._env_task = task
+        for tasks in self._tasks:
+            if tasks is not None:
+                tasks.put(task)
+
+    def child_wait_seconds(self) -> float:
+        """Seconds all children together have spent blocked on a full channel so far."""
+        return float(sum(float(seconds) for seconds in self._wait_seconds))
+
+    def queued(self) -> int:
+        """Messages waiting in all the children's queues (approximate, as ``qsize`` is)."""
+        return sum(messages.qsize() for messages in self._queues if messages is not None)
+
+    def workers(self) -> list[WorkerInfo]:
+        return [WorkerInfo(worker_id, process.pid, None, process.exitcode)
+                for worker_id, process in enumerate(self._processes) if process is not None]
+
+    def get(self, timeout: float = 1.0) -> Any | None:
+        """The next message, or None after ``timeout`` seconds without a usable one.
+
+        Raises WorkerDied when a child reported a crash or is found dead; the check runs
+        at least every half second even while messages keep coming. A crash report from
+        a child that was already restarted is returned as it is, for its traceback.
+        """
+        now = time.monotonic()
+        if now >= self._next_liveness_check:
+            self._next_liveness_check = now + LIVENESS_CHECK_SECONDS
+            self.check_alive()
+        message = self._salvaged.popleft() if self._salvaged else self._next_message(timeout)
+        if message is None:
+            self.check_alive()
+            return None
+        # a dead child's slot records went with its queue, so every slot record is current
+        if isinstance(message, (SlotTransitions, SlotGradients)):
+            return self._channels[message.worker_id].take(message)
+        if isinstance(message, WorkerCrashed) and message.incarnation == self._incarnations[message.worker_id]:
+            process = self._processes[message.worker_id]
+            process.join(timeout=5.0)
+            raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
+        return message
+
+    def _next_message(self, timeout: float) -> Any | None:
+        """One message from the first ready queue, taking the queues in turn so that no
+        child's messages wait behind another's; None after ``timeout`` with none ready."""
+        # an mp.Queue's read end is a Connection, which connection.wait can watch
+        ready = wait([messages._reader for messages in self._queues], timeout=timeout)
+        for offset in range(len(self._queues)):
+            messages = self._queues[(self._next_queue + offset) % len(self._queues)]
+            if messages._reader in ready:
+                self._next_queue = (self._next_queue + offset + 1) % len(self._queues)
+                try:
+                    return messages.get_nowait()
+                except queue.Empty:  # another reader cannot exist; a partial message can
+                    continue
+        return None
+
+    def check_alive(self) -> None:
+        for worker_id, process in enumerate(self._processes):
+            if process.exitcode is not None:
+                raise WorkerDied(worker_id, process.exitcode)
+
+    def kill(self) -> None:
+        """SIGKILL every child at once: the way out when there is no time for ``close``."""
+        for process in self._processes:
+            if process is not None and process.is_alive():
+                process.kill()
+
+    def close(self, join_timeout: float = 5.0) -> None:
+        """Ordered shutdown: stop event, drain while children leave, kill stragglers, close.
+
+        Draining matters: a child cannot exit while its queue feeder still holds data the
+        learner has not read. Calling it again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_event.set()
+        deadline = time.monotonic() + join_timeout
+        while time.monotonic() < deadline and any(p.is_alive() for p in self._processes if p):
+            for messages in self._queues:
+                if messages is not None:
+                    self._drain(messages)
+            for process in self._processes:
+                if process is not None:
+                    process.join(timeout=0.05)
+        self.kill()
+        for process in self._processes:
+            if process is not None:
+                process.join(timeout=5.0)
+        for messages in self._queues + self._tasks:  # unread: a killed straggler may have torn one
+            if messages is not None:
+                self._discard_queue(messages)
+
+    @staticmethod
+    def _drain(messages: Any) -> list:
+        """Everything queued now; a child cannot exit while its feeder still holds data."""
+        drained = []
+        try:
+            while True:
+                drained.append(messages.get_nowait())
+        except (queue.Empty, OSError, EOFError):
+            return drained
+
+    @staticmethod
+    def _discard_queue(messages: Any) -> None:
+        messages.close()
+        messages.cancel_join_thread()

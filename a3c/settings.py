@@ -1,0 +1,63 @@
+"""The pieces settings are made of, shared by the run's ``Config`` and every algorithm's own
+settings: ``option`` (a dataclass field that is also a flag), ``ConfigError``, the
+hyperparameters every algorithm has (``Preset``) and the process layout for a core count.
+
+Nothing here imports torch, makes an env or asks the machine: building a Config is pure.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work; the message is one line for the user."""
+
+
+def option(help: str, default: Any = MISSING, *, flag: str | None = None, short: str | None = None,
+           choices: Sequence[str] | None = None, at_least: float | None = None,
+           above: float | None = None, at_most: float | None = None, family: bool = False) -> Any:
+    """A dataclass field that is also a setting: ``--flag`` (the field's name with dashes
+    unless ``flag`` is given), the keyword of the same name with underscores, its help, its
+    choices and bounds. ``family``: unset means the value the algorithm gives the env's
+    family (see ``a3c.config.make_config``)."""
+    metadata = {"help": help, "flag": flag, "short": short, "choices": choices, "at_least": at_least,
+                "above": above, "at_most": at_most, "family": family}
+    return field(default=default, metadata=metadata)
+
+
+CORES = os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Hyperparameters every algorithm has, tuned per env family by each algorithm."""
+
+    processes: int = option("child processes stepping envs", at_least=1, family=True)
+    envs_per_process: int = option("envs each child steps in lockstep (one inference per vector step)",
+                                   at_least=1, family=True)
+    learner_threads: int = option("torch threads of the learner process", at_least=1, family=True)
+    batch_size: int = option("transitions per optimizer step (grads mode: per child's gradient)",
+                             at_least=1, family=True)
+    reward_steps: int = option("n of the n-step return", at_least=1, family=True)
+    gamma: float = option("discount factor", above=0.0, at_most=1.0, family=True)
+    lr: float = option("Adam's learning rate", above=0.0, family=True)
+    clip_grad: float = option("maximum global gradient norm", above=0.0, family=True)
+    adam_eps: float = option("Adam's epsilon: far above the gradients' RMS it turns Adam into "
+                             "SGD at lr / eps", above=0.0, family=True)
+
+
+def process_layout(cores: int, envs_in_total: int) -> dict[str, int]:
+    """Processes, envs and learner threads for ``cores``: the learner gets its own core(s)
+    and the children the rest, so no process waits for a core another one holds.
+
+    Measured on 2 cores (docs/performance.md): one child plus a one-thread learner beats two
+    or four children and a learner with torch's default threads, on Pong and on CartPole.
+    On more cores the learner takes a quarter of them; that part is not measured.
+    """
+    learner_threads = 1 if cores <= 4 else cores // 4
+    processes = max(1, cores - learner_threads)
+    return {"processes": processes, "envs_per_process": max(8, envs_in_total // processes),
+            "learner_threads": learner_threads}
