@@ -29,8 +29,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         os._exit(code)
 
     with trainer, StopSignals(exit_now, trainer.request_stop, lambda: trainer.ending):
-        while not (result := trainer.train())["done"]:
-            pass
+        try:
+            while not (result := trainer.train())["done"]:
+                pass
+        except ConfigError as error:  # what only the backend can tell, before any child
+            exit_on_config_error(error)
     mean = result["episode_reward_mean"]
     mean_text = "n/a" if mean is None else f"{mean:.2f}"
     print(f"{result['reason']}: {result['frames']:,} frames, {result['episodes']:,} episodes, "

@@ -68,6 +68,11 @@ class RunSettings:
                           "node of a Ray cluster (the `ray` extra)", "mp", choices=BACKENDS)
     ray_address: str | None = option("--backend ray: HOST:PORT of a running Ray cluster (default: a "
                                      "local Ray, started and stopped with the run)", None)
+    ray_actor_resource: str | None = option(
+        "--backend ray: place actors only on nodes that carry this custom resource (`ray start "
+        "--resources '{\"NAME\": 1}'`), keeping them off a GPU learner's host, say", None)
+    ray_call_timeout: float = option("--backend ray: seconds an actor may send no block before it is "
+                                     "taken for hung and replaced", 120.0, above=0.0)
     report_interval: float = option("seconds between progress lines; also the length of one "
                                     "training iteration", 5.0, above=0.0)
     save_every: float = option("seconds between periodic checkpoints", 300.0, above=0.0)
@@ -232,10 +237,11 @@ def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
     algorithm = get_algorithm(values["algo"])
     return {**algorithm.family_defaults(family.atari, values), "clip_rewards": family.atari,
-            "stop_reward": _stop_reward(family)}
+            "stop_reward": env_goal(family)}
 
 
-def _stop_reward(family: EnvFamily) -> float | None:
+def env_goal(family: EnvFamily) -> float | None:
+    """The mean-100 that solves the env: its spec's reward threshold, 18 for Pong."""
     if family.reward_threshold is not None:
         return float(family.reward_threshold)
     for game, reward in ATARI_STOP_REWARDS.items():
@@ -279,8 +285,10 @@ def validate(config: Config, family: EnvFamily) -> None:
             raise ConfigError(f"{name} must be <= {meta['at_most']:g}, got {value}")
     if config.name.strip() == "":
         raise ConfigError("--name must not be empty")
-    if config.backend != "ray" and config.ray_address is not None:
-        raise ConfigError("--ray-address is for --backend ray")
+    if config.backend != "ray":
+        for name in ("ray_address", "ray_actor_resource"):
+            if getattr(config, name) is not None:
+                raise ConfigError(f"--{name.replace('_', '-')} is for --backend ray")
     if config.ray_address is not None:
         parse_address(config.ray_address)
     get_algorithm(config.algo).check(config, family.atari)

@@ -11,9 +11,13 @@ the queues' read ends at once.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
+import os
 import queue
+import sys
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +37,24 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 LIVENESS_CHECK_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def _main_script_left_out() -> Iterator[None]:
+    """A spawned child runs the parent's main script again unless it has none. A script
+    that is not a file (``python - < train.py``, code piped or generated) cannot be run
+    again, and every child would die trying: its name is hidden while children start, so
+    they start without it (what they receive is defined in importable modules)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path is None or getattr(main, "__spec__", None) is not None or os.path.exists(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
 
 
 class ProcessPool(WorkerPool):
@@ -81,7 +103,8 @@ class ProcessPool(WorkerPool):
             target=worker_main, name=f"a3c-worker-{worker_id}", daemon=True,
             args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation)),
         )
-        process.start()
+        with _main_script_left_out():
+            process.start()
         self._channels[worker_id] = channel
         self._processes[worker_id] = process
 

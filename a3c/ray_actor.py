@@ -94,6 +94,10 @@ class RolloutActor:
             self.net.load_state_dict({name: torch.from_numpy(np.array(array)) for name, array in arrays.items()})
             self.version = version
 
+    def ready(self) -> bool:
+        """Answers once the actor is built: its envs made, its weights fetched."""
+        return True
+
     def sample(self, task: Any = None) -> Block:
         """``steps`` vector steps with the newest weights; ``task``, if given, for the envs."""
         idle = time.monotonic() - self._idle_since

@@ -1,15 +1,21 @@
-"""Joining a Ray cluster, or starting a local one for the length of a run; used by the Ray
-backend and the sweeps. Ray is imported only here and where it is used, so the base
-install runs without it."""
+"""Joining a Ray cluster, or starting a local one for the length of a run, and what the
+driver checks of the cluster before any actor starts: the same code on every node, enough
+CPUs for the actors, the learner's own CPUs held; used by the Ray backend and the sweeps.
+Ray is imported only here and where it is used, so the base install runs without it."""
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
+from pathlib import Path
+from typing import Any
 
 from a3c.settings import ConfigError
 
 CONNECT_SECONDS = 3.0
+CHECK_SECONDS = 60.0
+"""How long a node may take to answer the code check, or the learner's CPUs to be held."""
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -60,3 +66,82 @@ def disconnect(started_here: bool) -> None:
 
     if started_here:
         ray.shutdown()
+
+
+def code_fingerprint() -> str:
+    """A hash of the sources of the ``a3c`` and ``lib`` packages as this process imports them."""
+    import a3c
+    import lib
+
+    digest = hashlib.sha256()
+    for package in (a3c, lib):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def check_same_code() -> None:
+    """ConfigError unless every alive node imports the same a3c and lib as this driver: an
+    actor running other code would act with other nets and settings, or fail mid-run."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    fingerprint = ray.remote(code_fingerprint)
+    nodes = [node for node in ray.nodes() if node["Alive"]]
+    answers = [fingerprint.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+        node["NodeID"], soft=False)).remote() for node in nodes]
+    ready, _ = ray.wait(answers, num_returns=len(answers), timeout=CHECK_SECONDS)
+    here = code_fingerprint()
+    for node, answer in zip(nodes, answers):
+        if answer not in ready:
+            raise ConfigError(f"Ray node {node['NodeManagerAddress']} did not answer the code check in "
+                              f"{CHECK_SECONDS:g} s")
+        try:
+            theirs = ray.get(answer)
+        except ray.exceptions.TaskUnschedulableError:  # the node left since it was listed
+            continue
+        if theirs != here:
+            raise ConfigError(f"Ray node {node['NodeManagerAddress']} runs other a3c code ({theirs}) than "
+                              f"this driver ({here}): install the same version on every node")
+
+
+class LearnerSeat:
+    """An actor that does nothing but hold the learner's CPUs on the driver's node, as RLlib
+    reserves its driver's, so that no rollout actor is placed on them."""
+
+    def ready(self) -> bool:
+        return True
+
+
+def hold_learner_cpus(cpus: int) -> Any | None:
+    """The seat holding ``cpus`` CPUs of the driver's node, or None where that node has
+    fewer in Ray (a driver outside the cluster's nodes); ConfigError if they stay taken."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    node = next((node for node in ray.nodes() if node["NodeID"] == here), None)
+    if node is None or node["Resources"].get("CPU", 0) < cpus:
+        return None
+    seat = ray.remote(LearnerSeat).options(
+        num_cpus=cpus, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
+    ready, _ = ray.wait([seat.ready.remote()], timeout=CHECK_SECONDS)
+    if not ready:
+        ray.kill(seat)
+        raise ConfigError(f"the learner's {cpus} CPU(s) on its node stayed taken for {CHECK_SECONDS:g} s")
+    return seat
+
+
+def actor_cpus(resource: str | None, held_here: int) -> float:
+    """CPUs the rollout actors can have: on every alive node, or on those that carry the
+    custom ``resource``, less the ``held_here`` the learner holds on the driver's node."""
+    import ray
+
+    here = ray.get_runtime_context().get_node_id()
+    total = 0.0
+    for node in ray.nodes():
+        if node["Alive"] and (resource is None or node["Resources"].get(resource, 0) > 0):
+            total += node["Resources"].get("CPU", 0) - (held_here if node["NodeID"] == here else 0)
+    return total

@@ -12,12 +12,19 @@ the children as Ray actors (``a3c.ray_actor``) on any node; this side runs on th
   bounded queues do with processes.
 - **Faults.** An actor that dies, alone or with its node, fails its outstanding calls:
   ``get`` raises WorkerDied and ``restart`` puts a new actor in its place on any node with
-  a free CPU (actors are spread over the nodes).
+  a free CPU (actors are spread over the nodes). An actor that sends no block for
+  ``--ray-call-timeout`` seconds is taken for hung and replaced the same way; one that
+  cannot start (no free CPU) is named within seconds.
+- **Before any actor.** Every node must run this driver's code; the learner's CPUs on the
+  driver's node are held by a seat actor; the actors need as many CPUs as there are
+  (``--ray-actor-resource``: on the nodes that carry that custom resource only).
 """
 from __future__ import annotations
 
 import collections
 import os
+import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -25,7 +32,8 @@ import torch
 from a3c.messages import EpisodeEnded, Transitions
 from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.ray_actor import RolloutActor, WeightBoard, blocks_in_flight
-from a3c.ray_cluster import connect, disconnect
+from a3c.ray_cluster import actor_cpus, check_same_code, connect, disconnect, hold_learner_cpus
+from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
     from torch import nn
@@ -35,6 +43,8 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 CLOSE_SECONDS = 5.0
+PENDING_SECONDS = 10.0
+"""An actor not built after this long is named, with the cluster's free CPUs."""
 
 
 class RayWorkerPool(WorkerPool):
@@ -57,14 +67,39 @@ class RayWorkerPool(WorkerPool):
         self._idle_seconds = 0.0
         self._published = -1
         self._board: Any = None
+        self._seat: Any = None
+        self._building: dict[Any, int] = {}
+        """``ready`` calls of actors not yet built, and their actors."""
+        self._started_at = [0.0] * config.processes
+        self._last_block_at: list[float | None] = [None] * config.processes
+        """When each actor was built or last sent a block (None while it is being built)."""
+        self._named_pending: set[int] = set()
         self._started_here = False
         self._closed = False
 
     def start(self) -> None:
+        """Join or start Ray, check the cluster, hold the learner's CPUs, start the actors;
+        ConfigError (before any actor) for another node's code or too few CPUs."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        self._started_here = connect(self.config.ray_address, max(os.cpu_count() or 1, self.config.processes))
+        config = self.config
+        cpus = max(os.cpu_count() or 1, config.processes + config.learner_threads)
+        self._started_here = connect(config.ray_address, cpus)
+        try:
+            if config.ray_address is not None:
+                check_same_code()
+            self._seat = hold_learner_cpus(config.learner_threads)
+            held = config.learner_threads if self._seat is not None else 0
+            available = actor_cpus(config.ray_actor_resource, held)
+            if config.processes > available:
+                where = (f"nodes with the resource {config.ray_actor_resource!r}"
+                         if config.ray_actor_resource else "the cluster")
+                raise ConfigError(f"--processes {config.processes} needs {config.processes} CPUs for actors "
+                                  f"and {where} has {available:g} besides the learner's {held}")
+        except BaseException:
+            self._shut_down(wait_seconds=0.0)
+            raise
         here = ray.get_runtime_context().get_node_id()
         self._board = ray.remote(WeightBoard).options(
             num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
@@ -75,13 +110,41 @@ class RayWorkerPool(WorkerPool):
 
     def _start(self, worker_id: int, avoid: str | None = None) -> None:
         seed = child_seed(self.base_seed, worker_id, self._incarnations[worker_id])
-        self._actors[worker_id] = self._actor_class.options(
-            num_cpus=1, max_restarts=0, scheduling_strategy=self._placement(worker_id, avoid),
+        resources = {} if self.config.ray_actor_resource is None else {self.config.ray_actor_resource: 0.001}
+        actor = self._actor_class.options(
+            num_cpus=1, resources=resources, max_restarts=0,
+            scheduling_strategy=self._placement(worker_id, avoid),
         ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board)
+        self._actors[worker_id] = actor
+        self._building[actor.ready.remote()] = worker_id
+        self._started_at[worker_id], self._last_block_at[worker_id] = time.monotonic(), None
+        self._named_pending.discard(worker_id)
         self._nodes[worker_id] = None
         self._task_due[worker_id] = self._env_task
         for _ in range(blocks_in_flight(self.algorithm, self.config)):
             self._call(worker_id)
+
+    def _watch(self) -> None:
+        """Note the actors built since the last look; name one still not built after
+        ``PENDING_SECONDS`` (once); WorkerDied for a built one that sent no block for
+        ``--ray-call-timeout`` seconds."""
+        import ray
+
+        now = time.monotonic()
+        if self._building:
+            built, _ = ray.wait(list(self._building), num_returns=len(self._building), timeout=0)
+            for call in built:
+                self._last_block_at[self._building.pop(call)] = now
+        for worker_id in set(self._building.values()) - self._named_pending:
+            if now - self._started_at[worker_id] > PENDING_SECONDS:
+                self._named_pending.add(worker_id)
+                free = ray.available_resources().get("CPU", 0)
+                print(f"worker {worker_id}'s actor has waited {PENDING_SECONDS:g} s to start: the cluster "
+                      f"has {free:g} free CPU(s) and each actor needs 1", file=sys.stderr, flush=True)
+        for worker_id, last in enumerate(self._last_block_at):
+            if last is not None and now - last > self.config.ray_call_timeout:
+                raise WorkerDied(worker_id, None, f"worker {worker_id}'s actor sent no block for "
+                                 f"{self.config.ray_call_timeout:g} s (--ray-call-timeout): taken for hung")
 
     def _call(self, worker_id: int) -> None:
         task, self._task_due[worker_id] = self._task_due[worker_id], None
@@ -108,6 +171,7 @@ class RayWorkerPool(WorkerPool):
         if self._ready:
             return self._ready.popleft()
         self._publish()
+        self._watch()
         done, _ = ray.wait(list(self._calls), num_returns=1, timeout=timeout)
         if not done:
             return None
@@ -117,6 +181,7 @@ class RayWorkerPool(WorkerPool):
         except ray.exceptions.RayError as exc:
             raise WorkerDied(worker_id, None, str(exc)) from exc
         self._call(worker_id)
+        self._last_block_at[worker_id] = time.monotonic()
         self._nodes[worker_id] = block.node_id
         self._idle_seconds += block.idle_seconds
         if block.batch is not None:  # copied out of the object store, which it would keep pinned
@@ -131,6 +196,7 @@ class RayWorkerPool(WorkerPool):
 
         ray.kill(self._actors[worker_id], no_restart=True)
         self._calls = {call: owner for call, owner in self._calls.items() if owner != worker_id}
+        self._building = {call: owner for call, owner in self._building.items() if owner != worker_id}
         self._incarnations[worker_id] += 1
         self._start(worker_id, avoid=self._nodes[worker_id])
 
@@ -138,7 +204,9 @@ class RayWorkerPool(WorkerPool):
     def _placement(worker_id: int, avoid: str | None) -> Any:
         """Actors spread over the nodes; a replacement goes to a node other than ``avoid``
         (where its predecessor died, and which Ray may take half a minute to declare dead),
-        preferred, not required, so that a one-node cluster still takes it."""
+        preferred, not required: it spills to any node with a free CPU when that one has
+        none (plain soft affinity would wait for that node's CPU for good), and a one-node
+        cluster still takes it."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -146,7 +214,8 @@ class RayWorkerPool(WorkerPool):
                         and node["Resources"].get("CPU", 0) >= 1)
         if avoid is None or not others:
             return "SPREAD"
-        return NodeAffinitySchedulingStrategy(others[worker_id % len(others)], soft=True)
+        return NodeAffinitySchedulingStrategy(others[worker_id % len(others)], soft=True,
+                                              _spill_on_unavailable=True)
 
     def set_env_task(self, task: Any) -> None:
         """Every actor hands ``task`` to its envs with its next call; new actors get it too."""
@@ -182,7 +251,7 @@ class RayWorkerPool(WorkerPool):
         if wait_seconds > 0 and self._calls:
             ray.wait(list(self._calls), num_returns=len(self._calls), timeout=wait_seconds)
         self._calls.clear()
-        for actor in [*self._actors, self._board]:
+        for actor in [*self._actors, self._board, self._seat]:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
         disconnect(self._started_here)

@@ -74,9 +74,9 @@ class Run:
         save_checkpoint(path, self.checkpoint_state())
         return path
 
-    def offer_best(self, force: bool = False) -> None:
+    def offer_best(self) -> None:
         """The best mean-100 just rose: keep a copy of the state that earned it."""
-        self.best_state.offer(self.checkpoint_state(with_replay=False), force=force)
+        self.best_state.offer(self.checkpoint_state(with_replay=False))
 
     def save_best(self) -> Path | None:
         """Write ``best.pt`` from the copy taken when the best mean-100 rose, if newer."""

@@ -30,7 +30,7 @@ import torch
 from a3c.algos import get_algorithm
 from a3c.callbacks import Callback
 from a3c.checkpoint import saved_algorithm
-from a3c.config import Config, keyword, make_config, settings_of
+from a3c.config import Config, env_goal, keyword, make_config, settings_of
 from a3c.learner import NonFiniteLoss
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
@@ -39,7 +39,7 @@ from a3c.pool import WorkerDied, WorkerPool, make_pool
 from a3c.preflight import preflight
 from a3c.rollback import policy_locked
 from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
-from lib.envs import EnvInfo, make_env
+from lib.envs import EnvInfo, env_family, make_env
 from lib.trackers import MeanTracker, ProgressReporter
 
 GET_TIMEOUT_SECONDS = 1.0
@@ -89,6 +89,11 @@ class Trainer:
         self.config = config
         self.algorithm = get_algorithm(config.algo)
         self.callbacks = list(callbacks)
+        self._goal = env_goal(env_family(config.env_id))
+        """The mean-100 that solves the env (its spec's, 18 for Pong; else --stop-reward):
+        the collapse guard acts only once the best has reached it."""
+        if self._goal is None:
+            self._goal = config.stop_reward
         env_info = preflight(config) if env_info is None else env_info
         self._shared = share_net(config, self.algorithm, env_info, restored)
         self.run_dir = make_run_dir(config)
@@ -247,11 +252,12 @@ class Trainer:
         if self._pool is not None:
             return
         config, shared = self.config, self._shared
-        self._pool = make_pool(self.algorithm, config, shared.env_info, shared.net, shared.version_counter,
-                               base_seed=config.seed + shared.transitions_done)
+        pool = make_pool(self.algorithm, config, shared.env_info, shared.net, shared.version_counter,
+                         base_seed=config.seed + shared.transitions_done)
         if self._env_task is not None:
-            self._pool.set_env_task(self._env_task)
-        self._pool.start()
+            pool.set_env_task(self._env_task)
+        pool.start()  # a pool that cannot start stops what it began and raises
+        self._pool = pool
         run = self._learner_state()
         if not self._begun:
             self._begun = True
@@ -293,7 +299,7 @@ class Trainer:
             if run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames):
                 reason = "solved"
             if run.rewards.best_mean_reward != best_before:
-                run.offer_best(force=reason == "solved")
+                run.offer_best()
             for callback in self.callbacks:
                 callback.on_episode_end(self, message.episode)
         elif isinstance(message, (Transitions, Gradients)):
@@ -332,7 +338,7 @@ class Trainer:
         entropy = self._load.last_rates.get("policy_entropy")
         if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
                 entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
-                rewards.worst_mean_reward)):
+                rewards.worst_mean_reward, self._goal)):
             return
         frame = run.roll_back()
         print(f"the policy locked into one action (entropy {entropy:.4f} nats, mean-100 "

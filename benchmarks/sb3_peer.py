@@ -23,10 +23,13 @@ from lib.envs import is_atari, make_env
 
 
 class Watch(BaseCallback):
-    """Records (seconds, timesteps, mean-100) once a second; stops at the reward or time limit."""
+    """Records (seconds, env frames, mean-100) once a second, frames being agent steps times
+    ``frames_per_step`` (4 on Atari), as the trainer counts them; stops at the reward or the
+    time limit."""
 
-    def __init__(self, stop_reward: float | None, max_seconds: float):
+    def __init__(self, stop_reward: float | None, max_seconds: float, frames_per_step: int):
         super().__init__()
+        self.frames_per_step = frames_per_step
         self.stop_reward = stop_reward
         self.max_seconds = max_seconds
         self.started = time.monotonic()
@@ -41,7 +44,7 @@ class Watch(BaseCallback):
     def _on_step(self) -> bool:
         elapsed = time.monotonic() - self.started
         if elapsed >= self._next_point:
-            self.curve.append((round(elapsed, 3), self.num_timesteps, self._mean_100()))
+            self.curve.append((round(elapsed, 3), self.num_timesteps * self.frames_per_step, self._mean_100()))
             self._next_point = elapsed + 1.0
         buffer = self.model.ep_info_buffer
         full = len(buffer) == buffer.maxlen
@@ -89,9 +92,9 @@ def main() -> None:
         model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
-    watch = Watch(args.stop_reward, args.max_seconds)
-    model.learn(total_timesteps=DQN_MAX_STEPS if args.algo == "dqn" else 10**9, callback=watch)
     frames_per_step = 4 if is_atari(args.env) else 1
+    watch = Watch(args.stop_reward, args.max_seconds, frames_per_step)
+    model.learn(total_timesteps=DQN_MAX_STEPS if args.algo == "dqn" else 10**9, callback=watch)
     print(json.dumps({
         "solved": watch.solved_at is not None,
         "seconds": watch.solved_at[0] if watch.solved_at else time.monotonic() - watch.started,

@@ -46,6 +46,8 @@ class SumTree:
         slots, priorities = np.asarray(slots, dtype=np.int64), np.asarray(priorities, dtype=np.float64)
         if np.any(priorities < 0) or not np.all(np.isfinite(priorities)):
             raise ValueError("priorities must be finite and non-negative")
+        if len(slots) == 0:
+            return
         last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
         nodes = slots[last] + self._leaves
         self._tree[nodes] = priorities[last]

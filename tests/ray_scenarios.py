@@ -1,18 +1,26 @@
-"""Runs inside a network namespace of its own (``unshare -n``, only loopback up), started by
+"""Runs inside a network namespace of its own (``unshare -rn``, only loopback up), started by
 tests/test_ray_backend.py; prints one JSON object of what it saw, for that test to check.
 
-1. A two-node Ray cluster on 127.0.0.1 (``ray start`` for a head and a second node, each in
-   a session of its own so that either can be killed whole): A3C on CartPole with four
-   actors spread over both nodes, the second node killed mid-run, the run going on to solve.
-2. ``--algo dqn`` on the same cluster for a few seconds: blocks reach the replay buffer and
-   the learner steps.
-3. ``run_a3c.py --backend ray`` with a Ray of its own, Ctrl-C: exit 130, a checkpoint, and
-   none of the processes it started left; then ``--resume`` of that checkpoint on Ray.
+1. A two-node Ray cluster on 127.0.0.1 (``ray start`` for a head of 5 CPUs and a second node
+   of 2, each in a session of its own so that either can be killed whole):
+   - more ``--processes`` than the CPUs besides the learner's: refused before any actor;
+   - every CPU taken (the learner's seat and six actors), one actor on the second node
+     killed: its replacement spills to the CPU it freed and sends blocks; once the trainer
+     stops, no actor of the run is left though the driver is still connected;
+   - A3C on CartPole with four actors spread over both nodes, the second node killed
+     mid-run: the replacements send blocks from the head and the run goes on to solve;
+   - an actor whose env hangs is taken for hung after ``--ray-call-timeout``;
+   - ``--algo dqn`` for a few seconds: blocks reach the replay buffer and the learner steps;
+   - a third node that imports other a3c code: refused in one ConfigError.
+2. ``run_a3c.py --backend ray`` with a Ray of its own, Ctrl-C: exit 130, a checkpoint, and
+   none of the processes it started left; then ``--resume`` of that checkpoint on Ray; and
+   SIGTERM: exit 143 and a checkpoint.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,12 +37,44 @@ PORT = 6390
 ADDRESS = f"127.0.0.1:{PORT}"
 
 
-def ray_node(*arguments: str) -> subprocess.Popen:
-    """``ray start ... --block`` in a session of its own: killing its group ends the node."""
+def ray_node(*arguments: str, code: Path = ROOT) -> subprocess.Popen:
+    """``ray start ... --block`` in a session of its own (killing its group ends the node),
+    its workers importing a3c and the toy envs from ``code``."""
     ray = str(Path(sys.executable).with_name("ray"))
     return subprocess.Popen([ray, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
                              *arguments], start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(code)})
+
+
+def wait_for_node(known: set[str], timeout: float = 90.0) -> None:
+    """Until a node other than the ``known`` ones is alive."""
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while not any(node["Alive"] and node["NodeID"] not in known for node in ray.nodes()):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the new Ray node did not come up")
+        time.sleep(0.5)
+
+
+def run_actors_left() -> list[str]:
+    """Ray worker processes of this project's actors still running (their titles name them)."""
+    names = ("RolloutActor", "WeightBoard", "LearnerSeat")
+    left = []
+    for process in psutil.process_iter(["cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if command.startswith("ray::") and any(name in command for name in names):
+            left.append(command[:80])
+    return left
+
+
+def other_code(folder: Path) -> Path:
+    """A copy of the package with one comment added: another version of the code."""
+    for package in ("a3c", "lib", "tests"):
+        shutil.copytree(ROOT / package, folder / package, ignore=shutil.ignore_patterns("__pycache__"))
+    with (folder / "a3c" / "settings.py").open("a") as settings:
+        settings.write("# another version\n")
+    return folder
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -60,6 +100,57 @@ def nodes(trainer) -> list[str | None]:
     return [worker.node_id for worker in trainer._pool.workers()]
 
 
+def refused(**settings) -> str | None:
+    """The ConfigError of a Trainer on the cluster with ``settings``, or None."""
+    from a3c import ConfigError, Trainer
+
+    try:
+        with Trainer(backend="ray", ray_address=ADDRESS, **settings) as trainer:
+            trainer.train(seconds=1)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
+def refused_elsewhere(logdir: Path) -> str:
+    """``refused`` from a driver whose working directory holds no code: Ray puts a driver's
+    directory first on every worker's path, which on one machine would hide a node's own."""
+    driver = (f"from tests.ray_scenarios import refused\n"
+              f"print(refused(env='CartPole-v1', processes=1, logdir={str(logdir)!r}, name='other'))")
+    finished = subprocess.run([sys.executable, "-c", driver], cwd=logdir, capture_output=True, text=True,
+                              timeout=180, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return finished.stdout.strip().splitlines()[-1] if finished.stdout.strip() else finished.stderr[-500:]
+
+
+def replacement_on_a_full_cluster(logdir: Path, second_node: str) -> dict:
+    """Every CPU taken; one actor on the second node killed: where its replacement runs."""
+    import ray
+
+    from a3c import Trainer
+
+    seen: dict = {}
+    with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, processes=6, envs_per_process=4,
+                 logdir=str(logdir), name="full", stop_reward=1e9, max_worker_restarts=2) as trainer:
+        result = trainer.train(seconds=2)
+        while None in nodes(trainer) and result["seconds"] < 60:
+            result = trainer.train(seconds=1)
+        seen["free_cpus_before"] = ray.available_resources().get("CPU", 0)
+        victim = nodes(trainer).index(second_node)
+        ray.kill(trainer._pool._actors[victim], no_restart=True)
+        killed_at = time.monotonic()
+        while result["worker_restarts"] == 0 or nodes(trainer)[victim] is None:
+            result = trainer.train(seconds=1)
+            if time.monotonic() - killed_at > 60:
+                break
+        seen["replacement_node"] = nodes(trainer)[victim]
+        seen["replacement_seconds"] = time.monotonic() - killed_at
+        seen["restarts"] = result["worker_restarts"]
+        trainer.stop()
+        time.sleep(2)
+        seen["actors_left_after_stop"] = run_actors_left()
+    return seen
+
+
 def cluster_runs(logdir: Path) -> dict:
     import ray
 
@@ -67,8 +158,8 @@ def cluster_runs(logdir: Path) -> dict:
     from a3c.config import ConfigError
     from a3c.ray_cluster import check_address
 
-    head = ray_node("--head", f"--port={PORT}", "--num-cpus=3", "--include-dashboard=false")
-    second = None
+    head = ray_node("--head", f"--port={PORT}", "--num-cpus=5", "--include-dashboard=false")
+    second = third = None
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -82,7 +173,10 @@ def cluster_runs(logdir: Path) -> dict:
         second = ray_node(f"--address={ADDRESS}", "--num-cpus=2")
         ray.init(address=ADDRESS, log_to_driver=False)
         wait_for_nodes(2)
-        seen: dict = {}
+        head_node = ray.get_runtime_context().get_node_id()
+        second_node = next(node["NodeID"] for node in ray.nodes() if node["NodeID"] != head_node)
+        seen: dict = {"too_many": refused(env="CartPole-v1", processes=7, logdir=str(logdir), name="many")}
+        seen["full"] = replacement_on_a_full_cluster(logdir, second_node)
         with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, processes=4, envs_per_process=8,
                      logdir=str(logdir), name="nodes", max_seconds=240, max_worker_restarts=4) as trainer:
             first = trainer.train(seconds=2)
@@ -91,30 +185,46 @@ def cluster_runs(logdir: Path) -> dict:
             seen["nodes_at_start"] = nodes(trainer)
             kill_group(second)
             second = None
-            while not (result := trainer.train(seconds=5))["done"]:
-                pass
+            while not (result := trainer.train(seconds=5))["done"]:  # the pool closes at the end
+                restarted = [worker for worker, count in enumerate(trainer._pool._incarnations) if count]
+                seen["replacements_sent_from"] = [nodes(trainer)[worker] for worker in restarted]
             seen["after_node_loss"] = {key: result[key] for key in ("reason", "worker_restarts", "frames",
                                                                    "episode_reward_mean")}
+            seen["head_node"] = head_node
             seen["frames_before_loss"] = first["frames"]
         print("cluster:", json.dumps(seen), file=sys.stderr, flush=True)
+        with Trainer(env="tests.toy_envs:Hanging-v0", backend="ray", ray_address=ADDRESS, processes=1,
+                     envs_per_process=1, logdir=str(logdir), name="hung", ray_call_timeout=3.0,
+                     max_worker_restarts=1, stop_reward=1e9) as trainer:
+            started = time.monotonic()
+            while not (result := trainer.train(seconds=2))["done"] and time.monotonic() - started < 90:
+                pass
+            seen["hung"] = {"reason": result["reason"], "message": result.get("message", ""),
+                            "seconds": time.monotonic() - started}
         with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, algo="dqn", processes=2,
                      logdir=str(logdir), name="dqn", max_seconds=60, learning_starts=500) as trainer:
             while not (result := trainer.train(seconds=5))["done"] and result["policy_version"] < 50:
                 pass
             seen["dqn"] = {"steps": result["policy_version"], "replay": len(trainer._run.learner.replay),
                            "frames": result["frames"]}
+        third = ray_node(f"--address={ADDRESS}", "--num-cpus=1", code=other_code(logdir / "other"))
+        wait_for_node(known={head_node, second_node})
+        seen["other_code"] = refused_elsewhere(logdir)
         seen["cluster_still_up"] = ray.is_initialized()
         ray.shutdown()
     finally:
-        for node in (second, head):
+        ray.shutdown()  # before the nodes go: a driver that loses its cluster aborts the process
+        for node in (third, second, head):
             if node is not None:
                 kill_group(node)
     return seen
 
 
-def own_ray_interrupted(logdir: Path) -> dict:
-    """The CLI with a local Ray of its own, stopped by Ctrl-C once it trains; then resumed."""
-    command = [sys.executable, "run_a3c.py", "-n", "own", "--env", "CartPole-v1", "--backend", "ray",
+def own_ray_interrupted(logdir: Path, signum: int = signal.SIGINT, name: str = "own",
+                        resume: bool = True) -> dict:
+    """The CLI with a local Ray of its own, stopped by ``signum`` to its whole process group
+    once it trains; then resumed, if ``resume``."""
+    command = [sys.executable, "run_a3c.py", "-n", name, "--env", "CartPole-v1", "--backend", "ray",
                "--logdir", str(logdir), "--stop-reward", "1e9", "--report-interval", "1"]
     cli = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
@@ -124,30 +234,34 @@ def own_ray_interrupted(logdir: Path) -> dict:
         if line.startswith("frames ") and not line.startswith("frames 0 "):  # training
             descendants = [process.pid for process in psutil.Process(cli.pid).children(recursive=True)]
             break
-    os.killpg(cli.pid, signal.SIGINT)  # as Ctrl-C in a terminal: to the whole process group
+    os.killpg(cli.pid, signum)  # as Ctrl-C in a terminal does: to the whole process group
     output += cli.stdout.readlines()
     code = cli.wait(timeout=60)
     time.sleep(3)
     left = [pid for pid in descendants if psutil.pid_exists(pid)
             and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
-    run_dir = next(path for path in logdir.iterdir() if path.name.startswith("own__"))
+    run_dir = next(path for path in logdir.iterdir() if path.name.startswith(name + "__"))
     summary = json.loads((run_dir / "summary.json").read_text())
-    resumed = subprocess.run([sys.executable, "run_a3c.py", "-n", "own", "--env", "CartPole-v1",
+    seen = {"exit_code": code, "descendants": len(descendants), "left": left, "reason": summary["reason"],
+            "checkpoint": (run_dir / "checkpoint.pt").exists(), "frames": summary["frames"],
+            "output": "".join(output)[-3000:]}
+    if not resume:
+        return seen
+    resumed = subprocess.run([sys.executable, "run_a3c.py", "-n", name, "--env", "CartPole-v1",
                               "--backend", "ray", "--stop-reward", "1e9", "--resume", str(run_dir / "checkpoint.pt"),
                               "--max-seconds", "5"], cwd=ROOT, capture_output=True, text=True, timeout=180,
                              check=False)
     after = json.loads((run_dir / "summary.json").read_text())
-    return {"exit_code": code, "descendants": len(descendants), "left": left, "reason": summary["reason"],
-            "checkpoint": (run_dir / "checkpoint.pt").exists(), "frames": summary["frames"],
-            "resumed_exit_code": resumed.returncode, "resumed_frames": after["frames"],
-            "output": "".join(output)[-3000:], "resumed_output": (resumed.stdout + resumed.stderr)[-3000:]}
+    return {**seen, "resumed_exit_code": resumed.returncode, "resumed_frames": after["frames"],
+            "resumed_output": (resumed.stdout + resumed.stderr)[-3000:]}
 
 
 def main() -> None:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     with tempfile.TemporaryDirectory() as folder:
         logdir = Path(folder)
-        seen = {"cluster": cluster_runs(logdir), "own": own_ray_interrupted(logdir)}
+        seen = {"cluster": cluster_runs(logdir), "own": own_ray_interrupted(logdir),
+                "terminated": own_ray_interrupted(logdir, signal.SIGTERM, "term", resume=False)}
     print(json.dumps(seen))
 
 

@@ -183,3 +183,17 @@ def test_dqn_replay_settings_come_from_the_env_family_and_flags_override():
     cartpole = parse_config(["-n", "c", "--env", "CartPole-v1", "--algo", "dqn"])
     assert (cartpole.replay_size, cartpole.replay_ratio, cartpole.target_sync, cartpole.epsilon_base) == (
         100_000, 4.0, 250, 0.05)
+
+
+def test_what_only_the_backend_can_tell_is_one_line_and_exit_2_too(capsys, monkeypatch, tmp_path):
+    from a3c.config import ConfigError
+
+    def refuse(self, *args, **kwargs):  # as a Ray cluster with too few CPUs does when the pool starts
+        raise ConfigError("--processes 9 needs 9 CPUs for actors and the cluster has 4 besides the learner's 1")
+
+    monkeypatch.setattr(a3c.cli.Trainer, "train", refuse)
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--logdir", str(tmp_path)])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2 and stderr.strip().splitlines() == [
+        "run_a3c.py: error: --processes 9 needs 9 CPUs for actors and the cluster has 4 besides the learner's 1"]

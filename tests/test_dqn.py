@@ -1,6 +1,7 @@
 """Q-learning: Double-DQN n-step targets, the dueling head, Ape-X epsilons, epsilon-greedy
 actions and the weighted Huber loss by hand; the learner's replay ratio, priorities and target
 net; a CartPole run end to end, its checkpoint with and without the replay buffer."""
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -105,11 +106,65 @@ def test_replay_steps_hold_the_replay_ratio_and_update_priorities_from_td_errors
     taken = steps.consume(Transitions(0, rows(10, 10)))  # 10 received since the start: 20 samples
     assert len(taken) == 2 and steps.sampled == 16 and learner.policy_version == 2
     taken = steps.consume(Transitions(0, rows(2, 20)))  # 12 received: 24 allowed, 16 done
-    assert len(taken) == 1 and taken[0].replay_ratio == pytest.approx(24 / 12)
+    assert len(taken) == 1 and steps.sampled / steps.received == pytest.approx(24 / 12)
     assert taken[0].replay_size == 22 and taken[0].beta == pytest.approx(0.4 + 0.6 * 2 / 10)
-    # every sampled slot got |TD error| + eps as its priority (alpha 1): none is left at 1.0
-    sampled = replay.priorities.get(np.arange(22))
-    assert np.any(sampled != 1.0) and replay.max_priority >= sampled.max()
+
+
+class FixedTD:
+    """Stands in for the Q-learner: each sampled row's TD error is minus twice its reward,
+    and the slots it was given are kept."""
+
+    def __init__(self):
+        self.policy_version = 0
+        self.rewards_seen: list[float] = []
+
+    def step(self, batch, weights):
+        self.policy_version += 1
+        self.rewards_seen += batch.rewards.tolist()
+        figures = {"loss_td": 0.0, "td_error": 0.0, "q_values": 0.0, "grad_norm": 0.0}
+        return figures, -2.0 * batch.rewards
+
+
+def test_each_sampled_slot_gets_its_td_error_to_the_alpha_as_priority_and_the_rest_keep_theirs():
+    replay = ReplayBuffer(40, (2,), "float32", alpha=0.6)
+    learner = FixedTD()
+    steps = ReplaySteps(learner, replay, batch_size=4, replay_ratio=0.5, learning_starts=8,
+                        beta=0.4, beta_steps=10, seed=0)
+    batch = rows(24)
+    batch.rewards = np.arange(1.0, 25.0, dtype=np.float32)  # slot i holds reward i + 1
+    steps.consume(Transitions(0, batch))
+    assert learner.policy_version == 3  # 24 received at ratio 0.5: 12 samples, 3 batches of 4
+    sampled = {int(reward) - 1 for reward in learner.rewards_seen}
+    eps = replay.priority_eps
+    for slot in range(24):
+        expected = (2.0 * (slot + 1) + eps) ** 0.6 if slot in sampled else 1.0
+        assert replay.priorities.get(np.array([slot]))[0] == pytest.approx(expected), slot
+    assert replay.max_priority == pytest.approx(2.0 * (max(sampled) + 1) + eps)
+
+
+class Scalars:
+    def __init__(self):
+        self.logged = []
+
+    def add_scalar(self, tag, value, step):
+        self.logged.append((tag, value, step))
+
+
+def test_the_logged_replay_ratio_is_the_last_intervals_not_the_runs():
+    from a3c.algos.dqn.learner import DQNLearner
+    from a3c.config import make_config
+    from lib.envs import describe_env
+
+    config = make_config(env="CartPole-v1", algo="dqn", replay_ratio=1.0, learning_starts=8, batch_size=4)
+    dqn = DQNLearner(config, MlpQ(4, 2), torch.zeros((), dtype=torch.int64), describe_env("CartPole-v1"))
+    writer = Scalars()
+    dqn.begin(writer, 0, None)
+    dqn.steps.received, dqn.steps.sampled = 100, 100
+    dqn.log_interval(writer, 10)
+    dqn.steps.received, dqn.steps.sampled = 200, 150  # the learner fell behind in this interval
+    dqn.log_interval(writer, 20)
+    ratios = [(value, step) for tag, value, step in writer.logged if tag == "train/replay_ratio"]
+    assert ratios == [(1.0, 10), (0.5, 20)]  # the run's total, 150 / 200, would say 0.75
 
 
 def test_a_non_finite_td_loss_is_refused_before_the_weights_change():
@@ -145,13 +200,14 @@ def test_target_net_is_copied_every_target_sync_steps_or_follows_by_polyak():
 
 def test_dqn_learns_cartpole_end_to_end_and_logs_its_terms(tmp_path):
     with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), stop_reward=100.0,
-                 max_seconds=120) as trainer:
+                 max_seconds=120, report_interval=0.5) as trainer:
         while not (result := trainer.train())["done"]:
             pass
     assert result["reason"] == "solved", result  # a random policy's mean is about 22
-    assert result["replay_ratio"] == pytest.approx(trainer.config.replay_ratio, rel=0.1)
     assert result["q_values"] > 1.0
     events = scalars(Path(result["run_dir"]))
+    ratios = [point.value for point in events.Scalars("train/replay_ratio")]
+    assert np.median(ratios) == pytest.approx(trainer.config.replay_ratio, rel=0.1)
     for tag in ("loss/td", "train/td_error", "train/q_values", "train/replay_size", "train/replay_ratio",
                 "train/beta", "train/priority_mean", "train/importance_weight", "train/epsilon_mean"):
         assert events.Scalars(tag), tag
@@ -207,3 +263,54 @@ def test_a_checkpoint_written_before_the_algorithm_seam_restores(tmp_path):
     restored = Trainer.restore(path)
     assert (restored.config.algo, restored.config.entropy_beta, restored.config.heads) == ("dqn", None, None)
     assert restored.compute_action(np.zeros(4, dtype=np.float32)) in (0, 1)
+
+
+class ConstantQ(torch.nn.Module):
+    """Q-values that do not depend on the state: ``q`` for every row."""
+
+    def __init__(self, q):
+        super().__init__()
+        self.q = torch.nn.Parameter(torch.tensor(q))
+
+    def forward(self, observations):
+        q = self.q.expand(len(observations), -1)
+        return q, q.max(-1).values
+
+
+def test_the_learners_targets_let_its_online_net_choose_and_its_target_net_evaluate():
+    batch = rows(2)
+    batch.dones = np.array([False, True])
+    targets = {}
+    for double in (True, False):
+        learner = QLearner(ConstantQ([1.0, 5.0]), lr=1e-3, adam_eps=1e-8, clip_grad=10.0, gamma=0.5,
+                           device="cpu", double=double)
+        learner.target_net = ConstantQ([10.0, 2.0])
+        targets[double] = learner.targets(batch).tolist()
+    # 2 steps of gamma 0.5; the done row is its reward alone
+    assert targets[True] == [1.0 + 0.25 * 2.0, 1.0]  # online picks action 1, target values it at 2
+    assert targets[False] == [1.0 + 0.25 * 10.0, 1.0]  # the target net's own maximum
+
+
+def test_importance_weights_scale_each_rows_share_of_the_gradient():
+    torch.manual_seed(0)
+    net = MlpQ(2, 2)
+    batch = rows(2)
+    batch.rewards = np.array([3.0, -4.0], dtype=np.float32)
+    gradients = {}
+    for name, rows_taken, weights in (("weighted", slice(0, 2), [1.0, 0.0]), ("alone", slice(0, 1), [1.0])):
+        learner = QLearner(copy.deepcopy(net), lr=1e-9, adam_eps=1e-8, clip_grad=1e9, gamma=0.9, device="cpu")
+        learner.step(batch[rows_taken], np.array(weights, np.float32))
+        gradients[name] = [parameter.grad.clone() for parameter in learner.net.parameters()]
+    # weight 0 removes row 1; the mean over two rows halves row 0's gradient
+    for weighted, alone in zip(gradients["weighted"], gradients["alone"]):
+        assert torch.allclose(2.0 * weighted, alone, atol=1e-6)
+
+
+def test_a_dqn_checkpoint_saved_before_the_first_transition_restores(tmp_path):
+    with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), save_replay=True) as trainer:
+        trainer._learner_state().learner.begin(trainer._run.writer, 0, None)  # an empty buffer
+        path = trainer.save()
+    assert len(load_checkpoint(path)["replay"]["actions"]) == 0
+    with Trainer.restore(path, stop_reward=1e9) as restored:
+        result = restored.train(frames=300)
+    assert result["frames"] >= 300 and len(restored._run.learner.replay) > 0

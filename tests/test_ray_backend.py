@@ -1,8 +1,11 @@
 """The Ray backend on a real two-node cluster on this machine, inside a network namespace
-the test creates (only loopback up, so Ray can reach no other address): actors on both
-nodes, CartPole solved after a node is lost, DQN's blocks reaching the replay buffer, a
-Ctrl-C that stops every actor and the Ray the run started, and a resume. Bad backend flags
-are one line and exit 2 (tests/test_cli.py)."""
+the test creates (only loopback up, so Ray can reach no other address; unprivileged where
+user namespaces are allowed): actors on both nodes, a replacement on a full cluster,
+CartPole solved after a node is lost with blocks from the replacements, a hung actor
+replaced, DQN's blocks reaching the replay buffer, too few CPUs and other code on a node
+refused, a Ctrl-C or SIGTERM that stops every actor and the Ray the run started, and a
+resume (tests/ray_scenarios.py). Bad backend flags are one line and exit 2
+(tests/test_cli.py)."""
 import json
 import subprocess
 import sys
@@ -29,7 +32,7 @@ def seen():
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
-    finished = subprocess.run(["unshare", "-n", sys.executable, "-m", "tests.ray_scenarios"], cwd=ROOT,
+    finished = subprocess.run(["unshare", "-rn", sys.executable, "-m", "tests.ray_scenarios"], cwd=ROOT,
                               capture_output=True, text=True, timeout=540, check=False)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-5000:]
     return json.loads(finished.stdout.strip().splitlines()[-1])
@@ -42,6 +45,28 @@ def test_actors_spread_over_both_nodes_and_cartpole_is_solved_after_one_node_is_
     after = cluster["after_node_loss"]
     assert after["reason"] == "solved", after
     assert after["worker_restarts"] >= 1 and after["frames"] > cluster["frames_before_loss"]
+    # every replacement sent blocks, from the node that is left
+    assert cluster["replacements_sent_from"] == [cluster["head_node"]] * after["worker_restarts"]
+
+
+@pytest.mark.timeout(600)
+def test_a_replacement_runs_where_a_cpu_is_free_on_a_full_cluster(seen):
+    full = seen["cluster"]["full"]
+    assert full["free_cpus_before"] == 0  # the learner's seat and six actors on 7 CPUs
+    assert full["restarts"] == 1 and full["replacement_node"] is not None, full
+    assert full["replacement_seconds"] < 30, full
+    assert full["actors_left_after_stop"] == []  # stopped by the run, the driver still connected
+
+
+@pytest.mark.timeout(600)
+def test_too_few_cpus_and_other_code_are_refused_and_a_hung_actor_is_replaced(seen):
+    cluster = seen["cluster"]
+    assert "--processes 7 needs 7 CPUs for actors and the cluster has 6 besides the learner's 1" == \
+        cluster["too_many"]
+    assert "runs other a3c code" in cluster["other_code"] and "same version" in cluster["other_code"]
+    hung = cluster["hung"]
+    assert hung["reason"] == "worker_died" and "taken for hung" in hung["message"], hung
+    assert hung["seconds"] < 60, hung
 
 
 @pytest.mark.timeout(600)
@@ -56,3 +81,6 @@ def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_resumes(seen)
     assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["checkpoint"], own["output"]
     assert own["descendants"] >= 3 and own["left"] == [], own["output"]
     assert own["resumed_exit_code"] == 0 and own["resumed_frames"] > own["frames"], own["resumed_output"]
+    term = seen["terminated"]
+    assert term["exit_code"] == 143 and term["reason"] == "terminated" and term["checkpoint"], term["output"]
+    assert term["left"] == [], term["output"]

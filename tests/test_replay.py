@@ -91,13 +91,30 @@ def test_new_rows_enter_at_the_running_maximum_and_weights_follow_by_hand():
 
 
 def test_prioritized_sampling_follows_priority_to_the_alpha():
-    buffer = ReplayBuffer(3, (1,), "float32", alpha=1.0)
+    buffer = ReplayBuffer(3, (1,), "float32", alpha=0.5)
     buffer.add(transitions(0, 3))
-    buffer.update_priorities(np.array([0, 1, 2]), np.array([1.0, 2.0, 7.0]))
+    buffer.update_priorities(np.array([0, 1, 2]), np.array([1.0, 4.0, 16.0]) - buffer.priority_eps)
     rng = np.random.default_rng(4)
     drawn = np.concatenate([buffer.sample(10, beta=1.0, rng=rng)[1] for _ in range(5_000)])
     frequencies = np.bincount(drawn, minlength=3) / len(drawn)
-    assert np.allclose(frequencies, [0.1, 0.2, 0.7], atol=0.01)
+    assert np.allclose(frequencies, [1 / 7, 2 / 7, 4 / 7], atol=0.01)  # sqrt of 1, 4, 16 over 7
+
+
+def test_prioritized_draws_take_one_from_each_equal_part_of_the_total_priority():
+    buffer = ReplayBuffer(4, (1,), "float32", alpha=1.0)
+    buffer.add(transitions(0, 4))  # equal priorities: each slot is one quarter of the total
+    for seed in range(50):  # unstratified draws would repeat a slot in 9 of 10 batches
+        _, slots, _ = buffer.sample(4, beta=0.4, rng=np.random.default_rng(seed))
+        assert sorted(slots.tolist()) == [0, 1, 2, 3]
+
+
+def test_an_empty_buffer_saves_and_restores_empty():
+    state = ReplayBuffer(8, (1,), "float32").state_dict()
+    restored = ReplayBuffer(8, (1,), "float32")
+    restored.load_state_dict(state)
+    assert len(restored) == 0 and restored.priorities.total == 0.0
+    restored.add(transitions(0, 2))
+    assert len(restored) == 2
 
 
 def test_replay_refuses_rows_without_last_states_and_sampling_when_empty():
@@ -202,3 +219,21 @@ def test_replay_memory_is_planned_at_about_one_frame_a_transition_for_atari():
     atari = replay_bytes(10**6, (4, 84, 84), "uint8", frame_stack=4)
     whole = replay_bytes(10**6, (4, 84, 84), "uint8")
     assert 7.0e9 < atari < 7.8e9 and whole > 56e9
+
+
+def test_frames_with_the_same_hash_are_told_apart_by_their_bytes(monkeypatch):
+    import lib.replay
+
+    monkeypatch.setattr(lib.replay, "hash", lambda data: 7, raising=False)  # every frame collides
+    batches = pong_transitions(20)
+    info = describe_env("PongNoFrameskip-v4")
+    buffer = ReplayBuffer(200, info.observation_shape, info.observation_dtype, frame_stack=4)
+    slots = np.concatenate([buffer.add(batch) for batch in batches])
+    sent = TransitionBatch.concatenate(batches)
+    stored = buffer.rows(slots)
+    assert np.array_equal(stored.states, sent.states) and np.array_equal(stored.last_states, sent.last_states)
+    distinct = np.unique(np.concatenate([sent.states, sent.last_states]).reshape(-1, 84 * 84), axis=0)
+    assert len(distinct) > 2
+    # only the first frame under the key is found again; equal frames stored apart are fine,
+    # unequal frames shared would not be
+    assert buffer.observations.frames_in_use >= len(distinct)

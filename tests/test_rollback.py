@@ -19,6 +19,7 @@ LN2 = math.log(2)
 
 @pytest.mark.parametrize("entropy, n_actions, mean, best, worst, locked", [
     (0.0, 2, 9.3, 500.0, 20.0, True),  # CartPole locked after solving
+    (0.0, 2, 9.3, 470.0, 20.0, False),  # CartPole locked before its goal, 475, was reached
     (0.3, 2, 9.3, 500.0, 20.0, False),  # a collapse the policy can still climb out of
     (0.0, 2, 400.0, 500.0, 20.0, False),  # deterministic and still good
     (0.0, 2, 261.0, 500.0, 20.0, False),  # not yet half-way down from the best
@@ -26,25 +27,26 @@ LN2 = math.log(2)
     (0.01 * LN2 * 1.01, 2, 9.3, 500.0, 20.0, False),  # just above the floor
     (0.01, 6, -21.0, 18.0, -20.5, True),  # Pong: 0.01 < 1% of ln 6
     (0.0, 6, 17.0, 18.0, -21.0, False),
+    (0.0, 6, -21.0, -20.6, -21.0, False),  # Pong locked at the start: nothing to go back to
     (None, 2, 9.3, 500.0, 20.0, False),  # no step in the interval
     (0.0, 2, 9.3, None, None, False),  # no full window yet
     (0.0, 2, 9.3, 20.0, 20.0, False),  # one level so far: nothing to fall from
 ])
 def test_locked_means_saturated_and_fallen_half_way_from_best_to_worst(
         entropy, n_actions, mean, best, worst, locked):
-    assert policy_locked(entropy, n_actions, mean, best, worst) is locked
+    goal = 475.0 if n_actions == 2 else 18.0
+    assert policy_locked(entropy, n_actions, mean, best, worst, goal) is locked
+    assert not policy_locked(entropy, n_actions, mean, best, worst, None)  # no goal: never
 
 
-def test_best_state_copies_at_most_once_per_interval_unless_forced():
+def test_best_state_holds_the_weights_of_the_latest_rise():
     weights = torch.zeros(3)
-    best = BestState(min_seconds=1.0)
-    assert best.offer({"model": {"w": weights}}, now=10.0)
+    best = BestState()
+    best.offer({"model": {"w": weights}})
     weights += 1.0  # the live tensor moves on; the copy does not
-    assert not best.offer({"model": {"w": weights}}, now=10.5)
     assert torch.equal(best.state["model"]["w"], torch.zeros(3)) and not best.written
-    assert best.offer({"model": {"w": weights}}, now=10.6, force=True)
+    best.offer({"model": {"w": weights}})  # a second rise at once is kept too
     assert torch.equal(best.state["model"]["w"], torch.ones(3))
-    assert best.offer({"model": {"w": weights * 2}}, now=11.7)
 
 
 def test_roll_back_puts_back_weights_and_optimizer_and_best_pt_holds_the_copy(tmp_path):
@@ -88,8 +90,9 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
                  stop_reward=1e9) as trainer:
         while len(calls) < 2:
             result = trainer.train(seconds=0.5)
-    entropy, n_actions, mean, best, worst = calls[0]
+    entropy, n_actions, mean, best, worst, goal = calls[0]
     assert 0.0 <= entropy <= LN2 and n_actions == 2 and mean == best == worst == 15.0
+    assert goal == 1e9  # the toy env has no goal of its own: --stop-reward is the goal
     assert "weights and optimizer put back" in capsys.readouterr().err
     assert result["rollbacks"] == 1  # once: the second check found the policy well
     assert [point.value for point in scalars(next(tmp_path.iterdir())).Scalars("train/rollbacks")] == [1]

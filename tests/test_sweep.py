@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,13 +52,17 @@ def test_bad_sweep_input_exits_2_before_ray_starts(capsys):
 
     assert main(["--grid", "lr=-1"]) == 2
     assert "--lr must be > 0" in capsys.readouterr().err
+    started = time.monotonic()  # nothing listens on port 1: refused at once, not after Ray's retries
+    assert main(["--ray-address", "127.0.0.1:1"]) == 2
+    assert "--ray-address 127.0.0.1:1: cannot connect" in capsys.readouterr().err
+    assert time.monotonic() - started < 10
 
 
 def _namespace_problem() -> str | None:
     """Why a network namespace cannot be made here, or None."""
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return "unshare or ip is not installed"
-    probe = subprocess.run(["unshare", "-n", "ip", "link", "set", "lo", "up"], check=False,
+    probe = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"], check=False,
                            capture_output=True, text=True)
     if probe.returncode != 0:
         return f"network namespaces are not permitted here: {probe.stderr.strip()}"
@@ -73,7 +78,7 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
     sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
              f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-seconds 40 "
              f"--logdir {tmp_path} --name grid")
-    finished = subprocess.run(["unshare", "-n", "bash", "-c", sweep], check=False, cwd=ROOT,
+    finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
                               capture_output=True, text=True, timeout=400)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     table = [line for line in finished.stdout.splitlines() if line.startswith("| lr=")]

@@ -2,6 +2,8 @@
 callbacks (scalars, stop, curriculum, errors), evaluation; no child outlives a trainer."""
 import json
 import multiprocessing
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -214,3 +216,16 @@ def test_leaving_the_with_block_on_the_users_exception_ends_every_child(tmp_path
         _ = 1 / 0  # the user's code fails between two calls
     assert no_children()
     assert trainer.compute_actions(np.zeros((3, 1), dtype=np.float32)).shape == (3,)  # still acts
+
+
+def test_a_trainer_runs_from_a_script_that_is_not_a_file(tmp_path):
+    """``python - < script.py``: the children cannot run the script again, and do not try."""
+    script = (f"from a3c import Trainer\n"
+              f"with Trainer(env='CartPole-v1', logdir={str(tmp_path)!r}, stop_reward=1e9) as trainer:\n"
+              f"    result = trainer.train(frames=3000)\n"
+              f"print('RESULT', result['reason'], result['frames'], result['worker_restarts'])\n")
+    finished = subprocess.run([sys.executable, "-"], input=script, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, check=False)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    reason, frames, restarts = finished.stdout.split("RESULT ")[1].split()
+    assert reason == "None" and int(frames) >= 3000 and restarts == "0", finished.stdout + finished.stderr

@@ -70,6 +70,18 @@ class SlowCloseEnv(CountingEnv):
 gym.register("SlowClose-v0", entry_point=SlowCloseEnv)
 
 
+class HangingEnv(CountingEnv):
+    """Never returns from its third step: an actor stepping it hangs."""
+
+    def step(self, action):
+        if self.t == 2:
+            time.sleep(3600.0)
+        return super().step(action)
+
+
+gym.register("Hanging-v0", entry_point=HangingEnv)
+
+
 class NanRewardEnv(CountingEnv):
     """Counting, but every reward is NaN while ``A3C_TOY_NAN_REWARD`` is set in the environment."""
 

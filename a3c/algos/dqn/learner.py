@@ -44,8 +44,6 @@ class QStepStats:
     """Mean importance-sampling weight of the batch (1 with uniform replay)."""
     beta: float
     replay_size: int
-    replay_ratio: float
-    """Sampled transitions per transition received so far."""
     priority_mean: float
     policy_lag: float | None = None
 
@@ -156,7 +154,7 @@ class ReplaySteps:
             self.sampled += self.batch_size
             steps.append(QStepStats(
                 **figures, importance_weight=float(weights.mean()), beta=beta,
-                replay_size=len(self.replay), replay_ratio=self.sampled / self.received,
+                replay_size=len(self.replay),
                 priority_mean=self.replay.priorities.total / len(self.replay),
                 policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
                 if message.batch.policy_versions is not None else None))
@@ -179,6 +177,7 @@ class DQNLearner:
         self.optimizer = self.learner.optimizer
         self.replay: ReplayBuffer | None = None
         self.steps: ReplaySteps | None = None
+        self._logged_received = self._logged_sampled = 0
 
     @property
     def policy_version(self) -> int:
@@ -206,7 +205,16 @@ class DQNLearner:
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
-        """Every step's figures are logged already."""
+        """The replay ratio over the interval since the last call: transitions sampled per
+        transition received (once learning has started), which shows a deviation from
+        ``--replay-ratio`` that the run's total would average away."""
+        if self.steps is None:
+            return
+        received, sampled = self.steps.received, self.steps.sampled
+        if received > self._logged_received:
+            ratio = (sampled - self._logged_sampled) / (received - self._logged_received)
+            writer.add_scalar("train/replay_ratio", ratio, frame)
+        self._logged_received, self._logged_sampled = received, sampled
 
     def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
         """The target net, and the replay buffer with ``--save-replay``."""
