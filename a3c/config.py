@@ -175,7 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
         "hyperparameters", "unset, each takes the algorithm's value for the env family")
     algorithm_groups = {algorithm.name: parser.add_argument_group(f"--algo {algorithm.name}")
                         for algorithm in BUILT_IN if algorithm.settings is not NoSettings}
-    for setting in SETTINGS:
+    def place(setting: dataclasses.Field) -> int:  # the run's, the hyperparameters, each algorithm's
+        return 2 if setting.name in OWNERS else int(setting.name in PRESET_NAMES)
+
+    for setting in sorted(SETTINGS, key=place):
         if setting.name in OWNERS:
             group = algorithm_groups[OWNERS[setting.name]]
         else:

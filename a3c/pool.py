@@ -1,8 +1,8 @@
 """The worker pool: the one interface between the trainer and where the children run.
 
 Two backends implement it with the same constructor and calls: processes on this machine
-(``a3c.process_pool``) and Ray actors on a cluster (``a3c.ray_pool``); ``make_pool``
-chooses once, from ``--backend``. The trainer sees:
+(``a3c.process_pool``) and Ray actors on a cluster (``a3c.ray_pool``);
+``a3c.backends.make_pool`` chooses once, from ``--backend``. The trainer sees:
 
 - ``start``; ``get`` (the next message, never blocking for long, WorkerDied when a child is
   gone); ``restart`` (a fresh child in a dead one's place); ``set_env_task`` (curriculum: a
@@ -100,15 +100,3 @@ class WorkerPool(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Ordered shutdown; calling it again does nothing."""
-
-
-def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
-              version_counter: torch.Tensor, base_seed: int) -> WorkerPool:
-    """The pool of ``config.backend``."""
-    if config.backend == "ray":
-        from a3c.ray_pool import RayWorkerPool
-
-        return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed)
-    from a3c.process_pool import ProcessPool
-
-    return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed)

@@ -93,10 +93,10 @@ class RayWorkerPool(WorkerPool):
             held = config.learner_threads if self._seat is not None else 0
             available = actor_cpus(config.ray_actor_resource, held)
             if config.processes > available:
-                where = (f"nodes with the resource {config.ray_actor_resource!r}"
-                         if config.ray_actor_resource else "the cluster")
+                where = (f"the nodes with the resource {config.ray_actor_resource!r} have"
+                         if config.ray_actor_resource else "the cluster has")
                 raise ConfigError(f"--processes {config.processes} needs {config.processes} CPUs for actors "
-                                  f"and {where} has {available:g} besides the learner's {held}")
+                                  f"and {where} {available:g} besides the learner's {held}")
         except BaseException:
             self._shut_down(wait_seconds=0.0)
             raise

@@ -175,7 +175,9 @@ def cluster_runs(logdir: Path) -> dict:
         wait_for_nodes(2)
         head_node = ray.get_runtime_context().get_node_id()
         second_node = next(node["NodeID"] for node in ray.nodes() if node["NodeID"] != head_node)
-        seen: dict = {"too_many": refused(env="CartPole-v1", processes=7, logdir=str(logdir), name="many")}
+        seen: dict = {"too_many": refused(env="CartPole-v1", processes=7, logdir=str(logdir), name="many"),
+                      "no_resource": refused(env="CartPole-v1", processes=1, ray_actor_resource="actor_host",
+                                             logdir=str(logdir), name="resource")}
         seen["full"] = replacement_on_a_full_cluster(logdir, second_node)
         with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, processes=4, envs_per_process=8,
                      logdir=str(logdir), name="nodes", max_seconds=240, max_worker_restarts=4) as trainer:

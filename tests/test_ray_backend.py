@@ -63,6 +63,8 @@ def test_too_few_cpus_and_other_code_are_refused_and_a_hung_actor_is_replaced(se
     cluster = seen["cluster"]
     assert "--processes 7 needs 7 CPUs for actors and the cluster has 6 besides the learner's 1" == \
         cluster["too_many"]
+    assert cluster["no_resource"] == ("--processes 1 needs 1 CPUs for actors and the nodes with the resource "
+                                      "'actor_host' have 0 besides the learner's 1")
     assert "runs other a3c code" in cluster["other_code"] and "same version" in cluster["other_code"]
     hung = cluster["hung"]
     assert hung["reason"] == "worker_died" and "taken for hung" in hung["message"], hung
