@@ -1,7 +1,8 @@
 """A run's learning curve from its directory: a PNG of the mean-100 reward against minutes
-and frames, and a markdown table by interval of frames, mean-100, optimizer steps per
-second, frames per second and transitions sampled per transition received (the replay
-ratio; for A3C, the batch over the transitions each step consumes).
+and frames, and a markdown table (and, with ``--json``, its rows) by interval of frames,
+mean-100, optimizer steps per second, frames per second and transitions sampled per
+transition received (the replay ratio; for A3C, the batch over the transitions each step
+consumes).
 
     python -m benchmarks.curve runs/RUN --every 600 --png docs/dqn_pong.png
 """
@@ -20,10 +21,9 @@ def progress_records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / PROGRESS_FILE).read_text().splitlines() if line.strip()]
 
 
-def interval_table(records: list[dict], every: float, batch_size: int) -> str:
+def interval_rows(records: list[dict], every: float, batch_size: int) -> list[dict]:
     """One row per ``every`` seconds: the figures over that interval, the mean-100 at its end."""
-    rows = ["| minutes | frames | mean-100 | optimizer steps/s | frames/s | sampled per received |",
-            "| - | - | - | - | - | - |"]
+    rows = []
     start = records[0]
     for record in records[1:]:
         if record["seconds"] - start["seconds"] < every and record is not records[-1]:
@@ -31,13 +31,24 @@ def interval_table(records: list[dict], every: float, batch_size: int) -> str:
         seconds = record["seconds"] - start["seconds"]
         steps = record["policy_version"] - start["policy_version"]
         received = record["transitions"] - start["transitions"]
-        mean = record["mean_reward_100"]
-        rows.append(f"| {record['seconds'] / 60:.0f} | {record['frames']:,} | "
-                    f"{'n/a' if mean is None else f'{mean:.2f}'} | {steps / seconds:.1f} | "
-                    f"{(record['frames'] - start['frames']) / seconds:,.0f} | "
-                    f"{batch_size * steps / received if received else 0.0:.2f} |")
+        rows.append({"minutes": record["seconds"] / 60, "frames": record["frames"],
+                     "mean_reward_100": record["mean_reward_100"], "steps_per_second": steps / seconds,
+                     "frames_per_second": (record["frames"] - start["frames"]) / seconds,
+                     "sampled_per_received": batch_size * steps / received if received else 0.0})
         start = record
-    return "\n".join(rows)
+    return rows
+
+
+def interval_table(records: list[dict], every: float, batch_size: int) -> str:
+    """``interval_rows`` as a markdown table."""
+    lines = ["| minutes | frames | mean-100 | optimizer steps/s | frames/s | sampled per received |",
+             "| - | - | - | - | - | - |"]
+    for row in interval_rows(records, every, batch_size):
+        mean = row["mean_reward_100"]
+        lines.append(f"| {row['minutes']:.0f} | {row['frames']:,} | {'n/a' if mean is None else f'{mean:.2f}'} | "
+                     f"{row['steps_per_second']:.1f} | {row['frames_per_second']:,.0f} | "
+                     f"{row['sampled_per_received']:.2f} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,10 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=float, default=600.0, help="seconds per table row")
     parser.add_argument("--png", type=Path, default=None, help="write the curve here")
     parser.add_argument("--goal", type=float, default=18.0, help="the line drawn across the plot")
+    parser.add_argument("--json", type=Path, default=None, help="write the table's rows here as JSON")
     args = parser.parse_args(argv)
     records = progress_records(args.run_dir)
     config = read_checkpoint(str(args.run_dir / "checkpoint.pt"))["config"]
     print(interval_table(records, args.every, config["batch_size"]))
+    if args.json is not None:
+        rows = interval_rows(records, args.every, config["batch_size"])
+        args.json.write_text(json.dumps({"env_id": config["env_id"], "seed": config["seed"], "rows": rows},
+                                        indent=1) + "\n")
     if args.png is not None:
         curve = [(record["seconds"], record["frames"], record["mean_reward_100"]) for record in records]
         plot_solve({"goal": args.goal, "ours": [{"seed": config["seed"], "curve": curve}]}, args.png)
