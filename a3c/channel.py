@@ -167,12 +167,10 @@ class ChildChannel:
             return Gradients(message.worker_id, gradient, message.policy_version,
                              message.transitions, message.loss)
         rows = len(message.columns["actions"])
-        if not message.with_last_states:
-            states = self._read_slot(message.slot, rows)
-            return Transitions(message.worker_id, TransitionBatch(states=states, **message.columns))
-        observations = self._read_slot(message.slot, 2 * rows)
+        observations = self._read_slot(message.slot, 2 * rows if message.with_last_states else rows)
+        last_states = observations[rows:] if message.with_last_states else None
         return Transitions(message.worker_id, TransitionBatch(
-            states=observations[:rows], last_states=observations[rows:], **message.columns))
+            states=observations[:rows], last_states=last_states, **message.columns))
 
     def _read_slot(self, slot: int, rows: int) -> np.ndarray:
         copied = self.slots[slot, :rows].numpy().copy()

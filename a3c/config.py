@@ -26,7 +26,7 @@ from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
 from a3c.ray_cluster import parse_address
 from a3c.settings import ConfigError, Preset, option
-from lib.envs import EnvError, EnvFamily, env_family
+from lib.envs import EnvError, EnvFamily, EnvInfo, env_family
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 
@@ -243,7 +243,7 @@ def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
             "stop_reward": env_goal(family)}
 
 
-def env_goal(family: EnvFamily) -> float | None:
+def env_goal(family: EnvFamily | EnvInfo) -> float | None:
     """The mean-100 that solves the env: its spec's reward threshold, 18 for Pong."""
     if family.reward_threshold is not None:
         return float(family.reward_threshold)

@@ -40,7 +40,7 @@ from a3c.pool import WorkerDied, WorkerPool
 from a3c.preflight import preflight
 from a3c.rollback import policy_locked
 from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
-from lib.envs import EnvInfo, env_family, make_env
+from lib.envs import EnvInfo, make_env
 from lib.trackers import MeanTracker, ProgressReporter
 
 GET_TIMEOUT_SECONDS = 1.0
@@ -90,12 +90,12 @@ class Trainer:
         self.config = config
         self.algorithm = get_algorithm(config.algo)
         self.callbacks = list(callbacks)
-        self._goal = env_goal(env_family(config.env_id))
+        env_info = preflight(config) if env_info is None else env_info
+        self._goal = env_goal(env_info)
         """The mean-100 that solves the env (its spec's, 18 for Pong; else --stop-reward):
         the collapse guard acts only once the best has reached it."""
         if self._goal is None:
             self._goal = config.stop_reward
-        env_info = preflight(config) if env_info is None else env_info
         self._shared = share_net(config, self.algorithm, env_info, restored)
         self.run_dir = make_run_dir(config)
         self._pool: WorkerPool | None = None

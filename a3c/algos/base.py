@@ -84,6 +84,9 @@ class Algorithm:
     summary: ClassVar[str]
     """One line for ``--help``."""
     settings: ClassVar[type] = NoSettings
+    sends_last_states: ClassVar[bool] = False
+    """Children send each transition's last state (an off-policy learner bootstraps from it
+    with its own nets) instead of V(last state); the slots hold them after the states."""
 
     # settings
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,7 +120,7 @@ class Algorithm:
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         """Keywords of ``VectorActor``: how child ``worker_id`` chooses actions and whether
         it sends last states; by default it samples the policy and sends V(last state)."""
-        return {}
+        return {"send_last_states": self.sends_last_states}
 
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:
@@ -136,7 +139,7 @@ class Algorithm:
         from a3c.channel import SlotLayout, slots_per_child
 
         rows = config.envs_per_process * config.reward_steps
-        if self.acting_options(config, 0).get("send_last_states"):
+        if self.sends_last_states:
             rows *= 2
         return SlotLayout(env_info.observation_shape, env_info.observation_dtype, rows=rows,
                           slots=slots_per_child(config, self.transitions_per_message(config)))

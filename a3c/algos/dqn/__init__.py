@@ -33,6 +33,7 @@ class DQN(Algorithm):
     summary = ("Ape-X-style Q-learning from a replay buffer the children fill, acting "
                "epsilon-greedy")
     settings = DQNSettings
+    sends_last_states = True
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         preset = ATARI_PRESET if atari else VECTOR_PRESET
@@ -63,9 +64,10 @@ class DQN(Algorithm):
         return build_q_net(env_info, settings.get("dueling", True))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
-        from a3c.algos.dqn.acting import epsilon_greedy_acting
+        from a3c.algos.dqn.acting import epsilon_greedy_chooser
 
-        return epsilon_greedy_acting(config, worker_id)
+        return {**super().acting_options(config, worker_id),
+                "choose_actions": epsilon_greedy_chooser(config, worker_id)}
 
     def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         """Greedy on the Q-values, always."""

@@ -1,8 +1,9 @@
 """DQN's acting side: every env explores epsilon-greedy with an Ape-X epsilon of its own."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -19,11 +20,10 @@ def env_epsilons(config: Config) -> np.ndarray:
                           config.epsilon_alpha)
 
 
-def epsilon_greedy_acting(config: Config, worker_id: int) -> dict[str, Any]:
-    """Child ``worker_id``'s envs take their share of all envs' epsilons; last states are
-    sent, since the learner bootstraps from them with its own nets at training time."""
+def epsilon_greedy_chooser(config: Config, worker_id: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """How child ``worker_id`` chooses actions from Q-values: its envs take their share of
+    all envs' epsilons."""
     envs = config.envs_per_process
     mine = torch.as_tensor(env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs],
                            dtype=torch.float32)
-    return {"choose_actions": partial(epsilon_greedy, epsilons=mine.to(config.device)),
-            "send_last_states": True}
+    return partial(epsilon_greedy, epsilons=mine.to(config.device))
