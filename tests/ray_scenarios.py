@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -57,6 +58,14 @@ def wait_for_node(known: set[str], timeout: float = 90.0) -> None:
         time.sleep(0.5)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def run_actors_left() -> list[str]:
     """Ray worker processes of this project's actors still running (their titles name them)."""
     names = ("RolloutActor", "WeightBoard", "LearnerSeat")
@@ -65,6 +74,17 @@ def run_actors_left() -> list[str]:
         command = " ".join(process.info["cmdline"] or [])
         if command.startswith("ray::") and any(name in command for name in names):
             left.append(command[:80])
+    return left
+
+
+def still_there(find: Callable[[], list], seconds: float = 30.0) -> list:
+    """What ``find`` still finds after waiting up to ``seconds`` for it to find nothing:
+    a killed Ray worker exits a moment after the kill returns, later on a busy machine."""
+    deadline = time.monotonic() + seconds
+    left = find()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = find()
     return left
 
 
@@ -146,8 +166,7 @@ def replacement_on_a_full_cluster(logdir: Path, second_node: str) -> dict:
         seen["replacement_seconds"] = time.monotonic() - killed_at
         seen["restarts"] = result["worker_restarts"]
         trainer.stop()
-        time.sleep(2)
-        seen["actors_left_after_stop"] = run_actors_left()
+        seen["actors_left_after_stop"] = still_there(run_actors_left)
     return seen
 
 
@@ -244,9 +263,7 @@ def own_ray_interrupted(logdir: Path, signum: int = signal.SIGINT, name: str = "
     os.killpg(cli.pid, signum)  # as Ctrl-C in a terminal does: to the whole process group
     output += cli.stdout.readlines()
     code = cli.wait(timeout=60)
-    time.sleep(3)
-    left = [pid for pid in descendants if psutil.pid_exists(pid)
-            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    left = still_there(lambda: [pid for pid in descendants if alive(pid)])
     run_dir = next(path for path in logdir.iterdir() if path.name.startswith(name + "__"))
     summary = json.loads((run_dir / "summary.json").read_text())
     seen = {"exit_code": code, "descendants": len(descendants), "left": left, "reason": summary["reason"],
