@@ -30,7 +30,6 @@ from lib.envs import EnvError, EnvFamily, EnvInfo, env_family
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 
-PRESETS = ("default", "reference")
 ATARI_STOP_REWARDS = {"Pong": 18.0}
 BACKENDS = ("mp", "ray")
 
@@ -57,9 +56,8 @@ class RunSettings:
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)
-    preset: str = option("where unset hyperparameters come from: the env family's tuned values, "
-                         "or the reference chapter's Pong values for any env (A3C)", "default",
-                         choices=PRESETS)
+    preset: str = option("where unset hyperparameters come from: default, the env family's tuned "
+                         "values, or a named preset of the algorithm", "default")
     queue_size: int = option("messages with arrays in flight (0: enough for two learner batches, "
                              "two per child at least)", 0, at_least=0)
     max_worker_restarts: int = option("dead children replaced over the run before it stops", 3,
@@ -149,6 +147,10 @@ class _OneLineParser(argparse.ArgumentParser):
 def _help(setting: dataclasses.Field) -> str:
     """The field's help and, for a family setting, each algorithm's values on this machine."""
     text = setting.metadata["help"]
+    if setting.name == "preset":
+        named = [f"{name} ({algorithm.name}: {line})" for algorithm in map(get_algorithm, algorithm_names())
+                 for name, line in algorithm.presets.items()]
+        return f"{text}; named: {'; '.join(named)}" if named else text
     owners = [get_algorithm(OWNERS[setting.name])] if setting.name in OWNERS else [
         get_algorithm(name) for name in algorithm_names()]
     notes = [(algorithm.name, algorithm.defaults_help(setting.name)) for algorithm in owners]
@@ -216,8 +218,10 @@ def make_config(**settings: Any) -> Config:
         family = env_family(values["env_id"])
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
-    if values["preset"] not in PRESETS:
-        raise ConfigError(f"--preset must be one of {', '.join(PRESETS)}, got {values['preset']!r}")
+    presets = ("default", *get_algorithm(values["algo"]).presets)
+    if values["preset"] not in presets:
+        raise ConfigError(f"--preset of --algo {values['algo']} must be one of {', '.join(presets)}, "
+                          f"got {values['preset']!r}")
     _check_other_algorithms(values)
     for name, value in _family_values(values, family).items():
         if values.get(name) is None:

@@ -28,7 +28,7 @@ DENORMAL_MOMENT = 1e-39
 def _dead_unit_state(env_id: str, seed: int = 0) -> tuple[torch.nn.Module, torch.optim.Optimizer, dict]:
     """The net, its Adam after one ordinary step, and a copy of a state with dead units in it."""
     generator = torch.Generator().manual_seed(seed)
-    net = build_net(describe_env(env_id), ATARI_PRESET.heads)
+    net = build_net(describe_env(env_id), ATARI_PRESET.heads, ATARI_PRESET.conv)
     adam = make_adam(net, lr=1e-4, eps=1e-3)
     for parameter in net.parameters():
         parameter.grad = torch.randn(parameter.shape, generator=generator) * 1e-3

@@ -63,18 +63,18 @@ def env_stage(env_id: str, num_envs: int) -> tuple[Callable[[], object], Callabl
     return lambda: envs.step(envs.action_space.sample()), envs.close
 
 
-def inference_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
+def inference_stage(env_id: str, batch: int, bf16: bool = False, conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
     """One acting forward pass at the children's batch size."""
     env_info = describe_env(env_id)
-    net = build_net(env_info, ATARI_PRESET.heads)
+    net = build_net(env_info, ATARI_PRESET.heads, conv)
     observations = torch.as_tensor(random_observations(env_info, batch))
     return lambda: evaluate(net, observations, bf16)
 
 
-def training_stage(env_id: str, batch: int, bf16: bool = False) -> Callable[[], object]:
+def training_stage(env_id: str, batch: int, bf16: bool = False, conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
     """One learner step (forward, loss, backward, clip, Adam) at the learner's batch size."""
     env_info = describe_env(env_id)
-    learner = Learner(build_net(env_info, ATARI_PRESET.heads), LossSettings(gamma=0.99, entropy_beta=0.01, bf16=bf16),
+    learner = Learner(build_net(env_info, ATARI_PRESET.heads, conv), LossSettings(gamma=0.99, entropy_beta=0.01, bf16=bf16),
                       lr=1e-4, adam_eps=1e-3, clip_grad=0.1, device="cpu")
     rng = np.random.default_rng(0)
     transitions = TransitionBatch(
@@ -110,8 +110,8 @@ def _bound(env_rate: float, inference_rate: float, training_rate: float) -> tupl
     return core_seconds, (os.cpu_count() or 1) / core_seconds
 
 
-def _built_stages(env_id: str, child_batch: int, learner_batch: int,
-                  bf16: bool) -> tuple[list[tuple[Callable[[], object], int]], Callable[[], None]]:
+def _built_stages(env_id: str, child_batch: int, learner_batch: int, bf16: bool,
+                  conv: str) -> tuple[list[tuple[Callable[[], object], int]], Callable[[], None]]:
     """The three stages as (work, items per call), in the pipeline's order, and how to close
     them; built on one thread, as each runs in the trainer."""
     # every process that times the stages runs them with the trainer's memory and float modes
@@ -119,12 +119,12 @@ def _built_stages(env_id: str, child_batch: int, learner_batch: int,
     flush_denormals()
     with one_thread():
         env_step, close_envs = env_stage(env_id, child_batch)
-        stages = [(env_step, child_batch), (inference_stage(env_id, child_batch, bf16), child_batch),
-                  (training_stage(env_id, learner_batch, bf16), learner_batch)]
+        stages = [(env_step, child_batch), (inference_stage(env_id, child_batch, bf16, conv), child_batch),
+                  (training_stage(env_id, learner_batch, bf16, conv), learner_batch)]
     return stages, close_envs
 
 
-def _companion_main(settings: tuple[str, int, int, bool], seconds: float, core: int | None,
+def _companion_main(settings: tuple[str, int, int, bool, str], seconds: float, core: int | None,
                     requests: Connection) -> None:
     """A process on another core that times the stage it is asked for and sends the rate
     back, until it gets None or its parent goes."""
@@ -156,19 +156,19 @@ class LimitProbe:
     ``bf16`` probes inference and training under bfloat16 autocast, as ``--bf16`` runs them."""
 
     def __init__(self, env_id: str, child_batch: int, learner_batch: int, seconds: float = 2.0,
-                 bf16: bool = False):
+                 bf16: bool = False, conv: str = ATARI_PRESET.conv):
         self.child_batch, self.learner_batch, self.seconds = child_batch, learner_batch, seconds
-        self.bf16 = bf16
-        self._stages, self._close_envs = _built_stages(env_id, child_batch, learner_batch, bf16)
+        self.bf16, self.conv = bf16, conv
+        self._stages, self._close_envs = _built_stages(env_id, child_batch, learner_batch, bf16, conv)
         self.readings: list[list[float]] = [[] for _ in self._stages]
         """Per stage, each round's rate on one core with the others idle."""
         self.all_core_readings: list[list[float]] = [[] for _ in self._stages]
         """Per stage, each round's mean per-core rate with every core running it."""
         self.pinned_core: int | None = None
         """The core the rounds ran on; None where the OS cannot pin."""
-        self._companions = self._start_companions((env_id, child_batch, learner_batch, bf16))
+        self._companions = self._start_companions((env_id, child_batch, learner_batch, bf16, conv))
 
-    def _start_companions(self, settings: tuple[str, int, int, bool]) -> list[tuple[BaseProcess, Connection]]:
+    def _start_companions(self, settings: tuple[str, int, int, bool, str]) -> list[tuple[BaseProcess, Connection]]:
         """One companion per core other than the one ``measure`` pins this process to."""
         context = mp.get_context("spawn")
         companions = []
@@ -221,6 +221,7 @@ class LimitProbe:
             "inference_batch": self.child_batch,
             "training_batch": self.learner_batch,
             "bf16": self.bf16,
+            "conv": self.conv,
             "pinned_core": self.pinned_core,
             "rounds": len(self.readings[0]),
             "seconds_per_round": self.seconds,
@@ -262,7 +263,10 @@ def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
     """Most trained transitions/s that ``children`` one-core children and a learner on
     ``learner_threads`` threads reach at the probed per-core rates: the slower side's rate.
     The learner's rate is taken to scale with its threads, so with more than one it is an
-    upper bound."""
+    upper bound. Where the processes outnumber the cores they share them, and the cap is
+    the bound."""
+    if children + learner_threads > (os.cpu_count() or 1):
+        return limits["bound_transitions_per_second"]
     return min(children * _acting_rate_per_core(limits), _training_rate(limits, learner_threads))
 
 

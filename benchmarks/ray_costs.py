@@ -84,7 +84,7 @@ def measure(env_id: str = "PongNoFrameskip-v4", seconds: float = 3.0) -> dict:
     block = _block(env_id, rows)
     pickled = pickle.dumps(block, protocol=5)
     serialize = _seconds_each(lambda: pickle.loads(pickle.dumps(block, protocol=5)))
-    net = build_net(describe_env(env_id), config.heads)
+    net = build_net(describe_env(env_id), config.heads, config.conv)
     weights = {name: tensor.numpy() for name, tensor in net.state_dict().items()}
     started_here = connect(None, 2)
     try:

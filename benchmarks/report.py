@@ -178,7 +178,8 @@ def _solve_section(solve: dict) -> list[str]:
     if "sb3" in solve:
         sb3 = solve["sb3"]
         best = max((reward for _, _, reward in sb3["curve"] if reward is not None), default=None)
-        lines.append(_row("SB3 A2C, RL-zoo Atari values, seed 0", "yes" if sb3["solved"] else "no",
+        kept = f" (kept from {sb3['kept_from']})" if "kept_from" in sb3 else ""
+        lines.append(_row(f"SB3 A2C, RL-zoo Atari values, seed 0{kept}", "yes" if sb3["solved"] else "no",
                           f"{sb3['wall_seconds'] / 60:.1f}", f"{sb3['frames']:,}", "", "",
                           "" if best is None else f"best mean-100 {best:.1f}"))
     return [*lines, "", "![Pong mean-100 reward against minutes and frames](pong_solve.png)", ""]
@@ -234,7 +235,7 @@ def _header(title: str, results: dict) -> list[str]:
     return [
         f"# {title}", "",
         f"Command: `{results['command']}`", "",
-        f"Date: {machine.get('date', 'not recorded')}.", "",
+        f"Date: {machine.get('date', 'not recorded')}; commit {machine.get('commit', 'not recorded')}.", "",
         (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
          f"{machine['platform']}."), "",
         f"Versions: {versions}.", "",

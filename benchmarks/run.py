@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from a3c.algos.a3c.settings import ATARI_PRESET
+from a3c.algos.a3c.settings import ATARI_PRESET, NATURE_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
@@ -129,10 +129,11 @@ def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float,
 
 
 def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Path,
-               earlier: dict | None = None) -> dict:
+               earlier: dict | None = None, peer_from: Path | None = None) -> dict:
     """Pong from scratch at the defaults for each seed, then SB3 A2C with the RL zoo's Atari
     values on the same envs for as long as our slowest seed ran. With ``earlier`` (a solve
-    part's results) its runs are kept and only the peer runs."""
+    part's results) its runs are kept and only the peer runs; with ``peer_from`` (a solve
+    result's JSON) its peer run is kept, marked with where it came from, and none runs."""
     if earlier is not None:
         ours = [reread_early_signals(run) for run in earlier["ours"]]
     else:
@@ -143,7 +144,10 @@ def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Pat
             print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
             ours.append(run)
     result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
-    if with_sb3:
+    if peer_from is not None:
+        kept = json.loads(peer_from.read_text())["sb3"]
+        result["sb3"] = {**kept, "kept_from": kept.get("kept_from", str(peer_from))}
+    elif with_sb3:
         budget = max(run["wall_seconds"] for run in ours)
         result["sb3"] = run_sb3(PONG, SB3_ZOO_ATARI_ENVS, budget, stop_reward=PONG_GOAL, zoo_atari=True)
     return result
@@ -204,7 +208,20 @@ def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     return {"cpu": cpu, "cores": psutil.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "platform": platform.platform(), "versions": versions, "date": datetime.date.today().isoformat()}
+            "platform": platform.platform(), "versions": versions, "date": datetime.date.today().isoformat(),
+            "commit": commit()}
+
+
+def commit() -> str:
+    """The checkout's commit, "+changes" when files differ from it; "unknown" outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if changed else "")
 
 
 PROBE_ROUNDS = 6
@@ -281,12 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
                         help="solve: keep this earlier solve result's runs (docs/pong_solve.json) "
                              "and run only the SB3 peer beside them")
+    parser.add_argument("--peer-from", type=Path, default=None, metavar="JSON",
+                        help="solve: keep this earlier solve result's SB3 run (docs/pong_solve.json) "
+                             "instead of running SB3 again; the report says where it came from")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
     parser.add_argument("--seeds", type=int, default=None,
                         help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2)")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
+    parser.add_argument("--preset", choices=["default", "nature"], default="default",
+                        help="probe and run Pong with this preset's net and layout")
     parser.add_argument("--bf16", action="store_true",
                         help="probe and run Pong with --bf16 (bfloat16 acting and training)")
     parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
@@ -298,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         return in_own_network_namespace(argv if argv is not None else sys.argv[1:])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)
+    preset = NATURE_PRESET if args.preset == "nature" else ATARI_PRESET
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
     with_sb3 = not args.no_sb3 and sb3_available()
     if not args.no_sb3 and not with_sb3:
@@ -314,14 +337,15 @@ def main(argv: list[str] | None = None) -> int:
         print("denormals:", json.dumps(results["denormals"]), flush=True)
     probe = None
     if "probe" in parts:
-        probe = LimitProbe(PONG, ATARI_PRESET.envs_per_process, ATARI_PRESET.batch_size, bf16=args.bf16)
-    trainer_args = [*shlex.split(args.trainer_args), *(["--bf16"] if args.bf16 else [])]
+        probe = LimitProbe(PONG, preset.envs_per_process, preset.batch_size, bf16=args.bf16, conv=preset.conv)
+    trainer_args = [*shlex.split(args.trainer_args), *(["--bf16"] if args.bf16 else []),
+                    *(["--preset", args.preset] if args.preset != "default" else [])]
     bracketed = probe_through_pong(probe, "pong" in parts,
                                    lambda at_boundary: run_trainer_window(PONG, warmup, window, trainer_args,
                                                                           at_boundary))
     if "probe" in bracketed:
         results["probe"] = bracketed["probe"]
-        layout = {"children": ATARI_PRESET.processes, "learner_threads": ATARI_PRESET.learner_threads}
+        layout = {"children": preset.processes, "learner_threads": preset.learner_threads}
         results["probe"]["layout"] = layout
         results["probe"]["layout_cap_transitions_per_second"] = layout_cap(results["probe"], **layout)
         print(json.dumps(results["probe"], indent=1), flush=True)
@@ -338,10 +362,11 @@ def main(argv: list[str] | None = None) -> int:
             if not args.trainer_args:  # other flags may change the layout
                 results["pong"]["fraction_of_layout_cap"] = (
                     ours["transitions_per_second"] / results["probe"]["layout_cap_transitions_per_second"])
-                results["pong"]["side_speeds"] = side_speeds(results["probe"], ours,
-                                                             **results["probe"]["layout"])
+                layout = results["probe"]["layout"]
+                if layout["children"] + layout["learner_threads"] <= (os.cpu_count() or 1):  # a core each
+                    results["pong"]["side_speeds"] = side_speeds(results["probe"], ours, **layout)
         if with_sb3:
-            n_envs = ATARI_PRESET.processes * ATARI_PRESET.envs_per_process
+            n_envs = preset.processes * preset.envs_per_process
             with StealMeter() as steal:
                 results["pong"]["sb3"] = sb3_window(PONG, n_envs, warmup, window)
             results["pong"]["sb3"]["cpu_steal"] = steal.fraction
@@ -365,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     if "solve" in parts:
         earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
-                                      out / "solve-runs", earlier)
+                                      out / "solve-runs", earlier, args.peer_from)
     report = markdown_report(results)
     print(report)
     stamp = time.strftime("%Y%m%d-%H%M%S")

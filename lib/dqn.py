@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.envs import EnvInfo
-from lib.models import init_relu_layers, nature_conv, scaled_channels_last
+from lib.models import conv_body, init_relu_layers, scaled_channels_last
 
 
 class QHead(nn.Module):
@@ -55,7 +55,7 @@ class AtariQ(nn.Module):
 
     def __init__(self, input_shape: tuple[int, ...], n_actions: int, dueling: bool = True):
         super().__init__()
-        self.conv, features = nature_conv(input_shape)
+        self.conv, features, _ = conv_body("nature", input_shape)
         init_relu_layers(self.conv)
         self.conv.to(memory_format=torch.channels_last)
         self.head = QHead(features, n_actions, 512, dueling)

@@ -9,21 +9,25 @@ from torch import nn
 from lib.envs import EnvInfo
 
 HEADS = ("shared", "separate")
-"""How the Atari net's policy and value read the conv features: through one shared 512-unit
-layer and two linear outputs, or through a 512-unit layer each (the reference net)."""
+"""How the Atari net's policy and value read the conv features: through one shared hidden
+layer and two linear outputs, or through a hidden layer each (the reference net)."""
+
+CONVS = ("nature", "small")
+"""The Atari net's conv body: the Nature DQN's three layers under 512 hidden units, or the
+A3C paper's two (16 and 32 channels) under 256, about a third of the compute per frame."""
 
 
 class AtariA2C(nn.Module):
     """The Atari actor-critic: a conv body, then policy and value heads.
 
-    ``heads="separate"`` is the reference net: a 512-unit ReLU layer for each head, PyTorch's
+    ``heads="separate"`` is the reference net: a hidden ReLU layer for each head, PyTorch's
     default initialisation. Its policy layer learns only from the policy gradient, while the
     value gradient, tens of times larger, reshapes the conv features beneath it, and most of
     its units stop firing on every state for good: the policy then ignores the screen
     (docs/learning.md). ``heads="shared"`` (the Nature-CNN actor-critic) feeds both linear
-    heads from one 512-unit layer that the value keeps alive, initialised orthogonally
+    heads from one hidden layer that the value keeps alive, initialised orthogonally
     (gain sqrt 2 for ReLU layers, 0.01 for the policy's logits so it starts uniform, 1 for the
-    value).
+    value). ``conv`` picks the body and the hidden width (``CONVS``).
 
     Takes uint8 frames (N, 4, 84, 84) and scales them to [0, 1] inside, so observations
     travel through queues and buffers as uint8. The conv weights and activations are kept
@@ -31,17 +35,18 @@ class AtariA2C(nn.Module):
     logical shapes, state dicts and flat gradients are unchanged.
     """
 
-    def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate"):
+    def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate",
+                 conv: str = "nature"):
         super().__init__()
-        self.conv, conv_out = nature_conv(input_shape)
+        self.conv, conv_out, hidden = conv_body(conv, input_shape)
         if heads == "shared":
-            self.body = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU())
-            self.policy, self.value = nn.Linear(512, n_actions), nn.Linear(512, 1)
+            self.body = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU())
+            self.policy, self.value = nn.Linear(hidden, n_actions), nn.Linear(hidden, 1)
             _init_orthogonal(self)
         elif heads == "separate":
             self.body = nn.Identity()
-            self.policy = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, n_actions))
-            self.value = nn.Sequential(nn.Linear(conv_out, 512), nn.ReLU(), nn.Linear(512, 1))
+            self.policy = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
+            self.value = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         else:
             raise ValueError(f"heads must be one of {', '.join(HEADS)}, got {heads!r}")
         self.conv.to(memory_format=torch.channels_last)
@@ -51,17 +56,25 @@ class AtariA2C(nn.Module):
         return self.policy(features), self.value(features).squeeze(-1)
 
 
-def nature_conv(input_shape: tuple[int, ...]) -> tuple[nn.Sequential, int]:
-    """The Nature-CNN conv body (three convolutions, flattened) and its output size."""
-    conv = nn.Sequential(
-        nn.Conv2d(input_shape[0], 32, kernel_size=8, stride=4), nn.ReLU(),
-        nn.Conv2d(32, 64, kernel_size=4, stride=2), nn.ReLU(),
-        nn.Conv2d(64, 64, kernel_size=3, stride=1), nn.ReLU(),
-        nn.Flatten(),
-    )
+def conv_body(name: str, input_shape: tuple[int, ...]) -> tuple[nn.Sequential, int, int]:
+    """The conv body ``name`` (flattened), its output size and the hidden width above it:
+    "nature", the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1; 512 units), or "small", the A3C
+    paper's (16 8x8/4, 32 4x4/2; 256 units)."""
+    if name == "nature":
+        layers, hidden = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
+    elif name == "small":
+        layers, hidden = [(16, 8, 4), (32, 4, 2)], 256
+    else:
+        raise ValueError(f"conv must be one of {', '.join(CONVS)}, got {name!r}")
+    modules: list[nn.Module] = []
+    channels = input_shape[0]
+    for out_channels, kernel, stride in layers:
+        modules += [nn.Conv2d(channels, out_channels, kernel_size=kernel, stride=stride), nn.ReLU()]
+        channels = out_channels
+    conv = nn.Sequential(*modules, nn.Flatten())
     with torch.no_grad():
         features = conv(torch.zeros(1, *input_shape)).shape[1]
-    return conv, features
+    return conv, features, hidden
 
 
 def init_relu_layers(layers: Iterable[nn.Module]) -> None:
@@ -125,10 +138,10 @@ class MlpA2C(nn.Module):
         return self.policy(observations), self.value(observations).squeeze(-1)
 
 
-def build_net(env_info: EnvInfo, heads: str = "separate") -> nn.Module:
-    """The conv net for Atari frames (with ``heads``), the MLP for flat vectors."""
+def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature") -> nn.Module:
+    """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors."""
     if env_info.atari:
-        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads)
+        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions)
 
 

@@ -1,4 +1,6 @@
 """Bad input: one line on stderr, exit code 2, and no child process ever started."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -6,14 +8,16 @@ import a3c.cli
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.settings import (
     ATARI_PRESET,
+    NATURE_PRESET,
     VECTOR_PRESET,
     atari_preset,
     grads_layout,
+    nature_preset,
     vector_preset,
 )
 from a3c.channel import queue_capacity, slots_per_child
 from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
-from a3c.settings import CORES
+from a3c.settings import CORES, ConfigError
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -105,10 +109,16 @@ def test_help_lists_every_hyperparameter(capsys):
 @pytest.mark.parametrize("cores, processes, envs, threads", [
     (1, 1, 32, 1), (2, 1, 32, 1), (4, 3, 10, 1), (16, 12, 8, 4),
 ])
-def test_atari_layout_gives_the_learner_its_own_cores(cores, processes, envs, threads):
-    preset = atari_preset(cores)
-    assert (preset.processes, preset.envs_per_process, preset.learner_threads) == (processes, envs, threads)
-    assert vector_preset(cores).learner_threads == threads
+def test_layout_gives_the_learner_its_own_cores(cores, processes, envs, threads):
+    for preset in (nature_preset(cores), vector_preset(cores)):
+        assert (preset.processes, preset.envs_per_process, preset.learner_threads) == (processes, envs, threads)
+    if cores != 2:
+        assert atari_preset(cores).processes == processes
+
+
+def test_the_small_nets_learner_shares_the_childrens_cores_on_two():
+    preset = atari_preset(2)
+    assert (preset.processes, preset.envs_per_process, preset.learner_threads, preset.conv) == (2, 16, 1, "small")
 
 
 def test_default_queue_holds_two_learner_batches():
@@ -151,6 +161,19 @@ def test_reference_preset_keeps_the_reference_chapters_values_for_any_env():
                 config.entropy_beta, config.value_weight) == (1e-3, 1e-3, 0.1, 4, 128, 0.01, 1.0)
     tuned = parse_config(["-n", "r", "--preset", "reference", "--adam-eps", "1e-5"])
     assert tuned.adam_eps == 1e-5 and tuned.preset == "reference"
+
+
+def test_nature_preset_keeps_the_atari_defaults_of_the_nature_cnn_and_is_a3cs_alone():
+    nature = parse_config(["-n", "n", "--preset", "nature"])
+    assert (nature.conv, nature.heads) == ("nature", "shared")
+    assert dataclasses.asdict(NATURE_PRESET) == {name: getattr(nature, name) for name in
+                                                 dataclasses.asdict(NATURE_PRESET)}
+    assert parse_config(["-n", "n"]).conv == "small"
+    # the vector family has no conv body to change: its defaults stand
+    cartpole = parse_config(["-n", "n", "--env", "CartPole-v1", "--preset", "nature"])
+    assert cartpole.lr == VECTOR_PRESET.lr
+    with pytest.raises(ConfigError, match="--preset of --algo dqn must be one of default, got 'nature'"):
+        make_config(algo="dqn", preset="nature")
 
 
 def test_help_shows_no_default_of_none(capsys):

@@ -96,6 +96,18 @@ def test_shared_heads_start_uniform_and_read_one_512_unit_layer():
     assert torch.allclose(weight @ weight.T, 2 * torch.eye(512), atol=1e-4)
 
 
+def test_the_small_body_is_the_a3c_papers_two_convolutions_under_256_shared_units():
+    torch.manual_seed(0)
+    net = AtariA2C((4, 84, 84), 6, heads="shared", conv="small")
+    shapes = {name: tuple(parameter.shape) for name, parameter in net.named_parameters()}
+    # 84 -> 20 after 8x8/4, -> 9 after 4x4/2: 32 * 9 * 9 features
+    assert shapes == {"conv.0.weight": (16, 4, 8, 8), "conv.0.bias": (16,), "conv.2.weight": (32, 16, 4, 4),
+                      "conv.2.bias": (32,), "body.0.weight": (256, 2592), "body.0.bias": (256,),
+                      "policy.weight": (6, 256), "policy.bias": (6,), "value.weight": (1, 256), "value.bias": (1,)}
+    logits, values = net(torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8))
+    assert logits.shape == (3, 6) and values.shape == (3,) and logits.abs().max() < 0.05
+
+
 def test_separate_heads_keep_the_reference_nets_parameter_names():
     names = {name for name, _ in AtariA2C((4, 84, 84), 6, heads="separate").named_parameters()}
     assert {name for name in names if not name.startswith("conv.")} == {

@@ -66,12 +66,15 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
         assert reason in stderr and len(stderr.strip().splitlines()) == 1, stderr
 
 
-@pytest.mark.parametrize("heads", ["shared", "separate"])
-def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, heads):
+@pytest.mark.parametrize("net_settings", [{"heads": "shared", "conv": "small"}, {"heads": "shared"},
+                                          {"heads": "separate"}])
+def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, net_settings):
+    """A checkpoint names its net's heads and conv body; one from before the conv setting
+    holds the Nature body."""
     torch.manual_seed(0)
-    net = build_net(describe_env("PongNoFrameskip-v4"), heads)
+    net = build_net(describe_env("PongNoFrameskip-v4"), **net_settings)
     path = tmp_path / "pong.pt"
-    save_checkpoint(path, {"config": {"env_id": "PongNoFrameskip-v4", "heads": heads}, "model": net.state_dict()})
+    save_checkpoint(path, {"config": {"env_id": "PongNoFrameskip-v4", **net_settings}, "model": net.state_dict()})
     env_id, algorithm, loaded = a3c.play.load_policy(str(path))
     assert algorithm.name == "a3c"  # a checkpoint that names no algorithm is A3C's
     assert env_id == "PongNoFrameskip-v4"

@@ -84,6 +84,9 @@ class Algorithm:
     summary: ClassVar[str]
     """One line for ``--help``."""
     settings: ClassVar[type] = NoSettings
+    presets: ClassVar[Mapping[str, str]] = {}
+    """Named presets besides "default" (``--preset NAME``), each with one line for ``--help``;
+    ``family_defaults`` reads the name from ``values["preset"]``."""
     sends_last_states: ClassVar[bool] = False
     """Children send each transition's last state (an off-policy learner bootstraps from it
     with its own nets) instead of V(last state); the slots hold them after the states."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.a3c.settings import (
     ATARI_PRESET,
+    NATURE_PRESET,
     REFERENCE_PRESET,
     VECTOR_PRESET,
     A3CSettings,
@@ -32,10 +33,15 @@ class A3C(Algorithm):
     name = "a3c"
     summary = "the actor-critic: children sample the policy and send n-step transitions (or gradients)"
     settings = A3CSettings
+    presets: ClassVar[Mapping[str, str]] = {
+        "reference": "the reference chapter's Pong values, for any env",
+        "nature": "the Atari defaults before the small net, the Nature CNN under 512 shared units"}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         if values.get("preset") == "reference":
             preset = REFERENCE_PRESET
+        elif values.get("preset") == "nature" and atari:
+            preset = NATURE_PRESET
         else:
             preset = ATARI_PRESET if atari else VECTOR_PRESET
         if values.get("mode") == "grads":
@@ -46,11 +52,16 @@ class A3C(Algorithm):
         text = super().defaults_help(name)
         if text is None:
             return None
-        return f"{text}, {getattr(REFERENCE_PRESET, name)} with --preset reference"
+        text += f", {getattr(REFERENCE_PRESET, name)} with --preset reference"
+        if getattr(NATURE_PRESET, name) != getattr(ATARI_PRESET, name):
+            text += f", {getattr(NATURE_PRESET, name)} with --preset nature"
+        return text
 
     def check(self, config: Config, atari: bool) -> None:
         if config.heads == "shared" and not atari:
             raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
+        if config.conv == "small" and not atari:
+            raise ConfigError("--conv small is for the Atari net; vector observations use MLPs")
         if config.mode == "grads" and config.backend == "ray":
             raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
 
@@ -60,8 +71,8 @@ class A3C(Algorithm):
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.models import build_net
 
-        # checkpoints from before the heads setting hold the reference net
-        return build_net(env_info, settings.get("heads") or "separate")
+        # checkpoints from before the heads and conv settings hold the reference net
+        return build_net(env_info, settings.get("heads") or "separate", settings.get("conv") or "nature")
 
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:

@@ -10,7 +10,9 @@ from a3c.settings import CORES, Preset, option, process_layout
 
 MODES = ("data", "grads")
 HEADS = ("shared", "separate")
-"""The two Atari nets of ``lib.models.AtariA2C``."""
+"""The two ways ``lib.models.AtariA2C``'s heads read its conv body."""
+CONVS = ("nature", "small")
+"""``lib.models.AtariA2C``'s two conv bodies."""
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,10 @@ class A3CSettings:
                                  family=True)
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
-    heads: str = option("Atari net: one shared 512-unit layer under linear heads, or separate "
+    heads: str = option("Atari net: one shared hidden layer under linear heads, or separate "
                         "layers (the reference's)", None, choices=HEADS, family=True)
+    conv: str = option("Atari net's body: the Nature CNN under 512 units, or the A3C paper's "
+                       "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
@@ -40,6 +44,7 @@ class A3CPreset(Preset):
     value_weight: float = 1.0
     lr_warmup: int = 0
     heads: str = "separate"
+    conv: str = "nature"
 
 
 def reference_preset(cores: int) -> A3CPreset:
@@ -49,12 +54,24 @@ def reference_preset(cores: int) -> A3CPreset:
                      gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3)
 
 
-def atari_preset(cores: int) -> A3CPreset:
+def nature_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
-    shared 512-unit layer under linear heads, a scale-free Adam (eps 1e-5) warmed up over
-    500 steps, 20-step returns, the value loss at half weight; layout from ``cores``."""
+    shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
+    warmed up over 500 steps, 20-step returns, the value loss at half weight; layout from
+    ``cores``. The Atari defaults until the small net (``--preset nature``)."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
                                lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
+
+
+def atari_preset(cores: int) -> A3CPreset:
+    """``nature_preset`` on the A3C paper's smaller conv body, a third of the compute per
+    frame (docs/performance.md, "The small net"). Its learner needs about half a core for
+    what a child sends, so on 2 cores a child runs on each and the learner takes turns with
+    them (1.3x the frames/s of one child); on more cores the learner keeps cores of its own."""
+    layout = process_layout(cores, envs_in_total=32)
+    if cores == 2:
+        layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1}
+    return dataclasses.replace(nature_preset(cores), conv="small", **layout)
 
 
 def vector_preset(cores: int) -> A3CPreset:
@@ -76,5 +93,6 @@ def grads_layout(preset: A3CPreset, cores: int, atari: bool) -> A3CPreset:
 
 
 ATARI_PRESET = atari_preset(CORES)
+NATURE_PRESET = nature_preset(CORES)
 VECTOR_PRESET = vector_preset(CORES)
 REFERENCE_PRESET = reference_preset(CORES)
