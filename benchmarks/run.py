@@ -146,7 +146,7 @@ def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Pat
     result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
     if peer_from is not None:
         kept = json.loads(peer_from.read_text())["sb3"]
-        result["sb3"] = {**kept, "kept_from": kept.get("kept_from", str(peer_from))}
+        result["sb3"] = {**kept, "kept_from": kept.get("kept_from", f"{peer_from} of commit {commit()}")}
     elif with_sb3:
         budget = max(run["wall_seconds"] for run in ours)
         result["sb3"] = run_sb3(PONG, SB3_ZOO_ATARI_ENVS, budget, stop_reward=PONG_GOAL, zoo_atari=True)
