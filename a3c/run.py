@@ -156,7 +156,10 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
         try:
             check_matches(restored, config.env_id, config.algo, net)
         except CheckpointError as exc:
-            raise ConfigError(f"--resume: {exc}") from exc
+            shape = algorithm.saved_net_shape(restored.get("config", {}))
+            flags = "".join(f" --{name.replace('_', '-')} {value}" for name, value in shape.items())
+            hint = f" (the checkpoint's net:{flags})" if flags and "network differs" in str(exc) else ""
+            raise ConfigError(f"--resume: {exc}{hint}") from exc
         net.load_state_dict(restored["model"])
         version_counter.fill_(restored["policy_version"])
         torch.set_rng_state(restored["torch_rng"])

@@ -79,9 +79,11 @@ class Trainer:
         budget): counters, optimizer, reward window and TensorBoard axis go on in its
         directory. The file is read once."""
         state = read_checkpoint(str(path))
+        algorithm = get_algorithm(saved_algorithm(state))
         saved = state.get("config", {})
+        saved = {**saved, **algorithm.saved_net_shape(saved)}
         settings = {keyword(setting): saved[setting.name]
-                    for setting in settings_of(saved_algorithm(state)) if setting.name in saved}
+                    for setting in settings_of(algorithm.name) if setting.name in saved}
         config = make_config(**{**settings, **overrides, "resume": str(path)})
         return cls.from_config(config, callbacks, restored=state)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from a3c.algos.a3c.settings import ATARI_PRESET, NATURE_PRESET
+from a3c.algos.a3c.settings import ATARI_PRESET, SMALL_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
@@ -84,16 +84,16 @@ def run_sb3(env_id: str, n_envs: int, max_seconds: float, ent_coef: float = 0.01
 
 
 def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
-    """SB3 A2C throughput over the same window, from its once-a-second curve."""
+    """SB3 A2C throughput over the same window, from its once-a-second curve of env frames."""
     report = run_sb3(env_id, n_envs, warmup + window)
     curve = report["curve"]
     start = next(point for point in curve if point[0] >= warmup)
     end = curve[-1]
     frames_per_step = 4 if env_id == PONG else 1
-    steps_per_second = (end[1] - start[1]) / (end[0] - start[0])
+    frames_per_second = (end[1] - start[1]) / (end[0] - start[0])
     return {"n_envs": n_envs, "window_seconds": end[0] - start[0],
-            "transitions_per_second": steps_per_second,
-            "frames_per_second": steps_per_second * frames_per_step}
+            "transitions_per_second": frames_per_second / frames_per_step,
+            "frames_per_second": frames_per_second}
 
 
 def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) -> dict:
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=None,
                         help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2)")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
-    parser.add_argument("--preset", choices=["default", "nature"], default="default",
+    parser.add_argument("--preset", choices=["default", "small"], default="default",
                         help="probe and run Pong with this preset's net and layout")
     parser.add_argument("--bf16", action="store_true",
                         help="probe and run Pong with --bf16 (bfloat16 acting and training)")
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         return in_own_network_namespace(argv if argv is not None else sys.argv[1:])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)
-    preset = NATURE_PRESET if args.preset == "nature" else ATARI_PRESET
+    preset = SMALL_PRESET if args.preset == "small" else ATARI_PRESET
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
     with_sb3 = not args.no_sb3 and sb3_available()
     if not args.no_sb3 and not with_sb3:

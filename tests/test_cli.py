@@ -8,11 +8,11 @@ import a3c.cli
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.settings import (
     ATARI_PRESET,
-    NATURE_PRESET,
+    SMALL_PRESET,
     VECTOR_PRESET,
     atari_preset,
     grads_layout,
-    nature_preset,
+    small_preset,
     vector_preset,
 )
 from a3c.channel import queue_capacity, slots_per_child
@@ -110,14 +110,14 @@ def test_help_lists_every_hyperparameter(capsys):
     (1, 1, 32, 1), (2, 1, 32, 1), (4, 3, 10, 1), (16, 12, 8, 4),
 ])
 def test_layout_gives_the_learner_its_own_cores(cores, processes, envs, threads):
-    for preset in (nature_preset(cores), vector_preset(cores)):
+    for preset in (atari_preset(cores), vector_preset(cores)):
         assert (preset.processes, preset.envs_per_process, preset.learner_threads) == (processes, envs, threads)
     if cores != 2:
-        assert atari_preset(cores).processes == processes
+        assert small_preset(cores).processes == processes
 
 
 def test_the_small_nets_learner_shares_the_childrens_cores_on_two():
-    preset = atari_preset(2)
+    preset = small_preset(2)
     assert (preset.processes, preset.envs_per_process, preset.learner_threads, preset.conv) == (2, 16, 1, "small")
 
 
@@ -163,17 +163,18 @@ def test_reference_preset_keeps_the_reference_chapters_values_for_any_env():
     assert tuned.adam_eps == 1e-5 and tuned.preset == "reference"
 
 
-def test_nature_preset_keeps_the_atari_defaults_of_the_nature_cnn_and_is_a3cs_alone():
-    nature = parse_config(["-n", "n", "--preset", "nature"])
-    assert (nature.conv, nature.heads) == ("nature", "shared")
-    assert dataclasses.asdict(NATURE_PRESET) == {name: getattr(nature, name) for name in
-                                                 dataclasses.asdict(NATURE_PRESET)}
-    assert parse_config(["-n", "n"]).conv == "small"
+def test_small_preset_is_the_atari_defaults_on_the_small_net_and_is_a3cs_alone():
+    small = parse_config(["-n", "s", "--preset", "small"])
+    assert (small.conv, small.heads) == ("small", "shared")
+    assert dataclasses.asdict(SMALL_PRESET) == {name: getattr(small, name) for name in dataclasses.asdict(SMALL_PRESET)}
+    changed = {name for name, value in dataclasses.asdict(SMALL_PRESET).items() if getattr(ATARI_PRESET, name) != value}
+    assert changed <= {"conv", "processes", "envs_per_process", "learner_threads"}
+    assert parse_config(["-n", "s"]).conv == "nature"
     # the vector family has no conv body to change: its defaults stand
-    cartpole = parse_config(["-n", "n", "--env", "CartPole-v1", "--preset", "nature"])
-    assert cartpole.lr == VECTOR_PRESET.lr
-    with pytest.raises(ConfigError, match="--preset of --algo dqn must be one of default, got 'nature'"):
-        make_config(algo="dqn", preset="nature")
+    cartpole = parse_config(["-n", "s", "--env", "CartPole-v1", "--preset", "small"])
+    assert cartpole.lr == VECTOR_PRESET.lr and cartpole.processes == VECTOR_PRESET.processes
+    with pytest.raises(ConfigError, match="--preset of --algo dqn must be one of default, got 'small'"):
+        make_config(algo="dqn", preset="small")
 
 
 def test_help_shows_no_default_of_none(capsys):

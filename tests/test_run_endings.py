@@ -9,6 +9,8 @@ import torch
 import a3c.cli
 import a3c.trainer
 from a3c.checkpoint import load_checkpoint, save_checkpoint
+from lib.envs import describe_env
+from lib.models import build_net
 from tests.conftest import Trainer
 from tests.helpers import alive, only_run_dir, scalars
 
@@ -86,6 +88,21 @@ def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, mo
     with pytest.raises(SystemExit):
         a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--resume", str(cartpole)])
     assert "network differs" in capsys.readouterr().err
+
+
+def test_resuming_a_small_net_checkpoint_at_the_defaults_names_the_flags_of_its_net(tmp_path, capsys,
+                                                                                     monkeypatch):
+    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
+    small = tmp_path / "small.pt"
+    net = build_net(describe_env("PongNoFrameskip-v4"), heads="shared", conv="small")
+    save_checkpoint(small, {"config": {"env_id": "PongNoFrameskip-v4", "heads": "shared", "conv": "small"},
+                            "model": net.state_dict()})
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--resume", str(small)])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2 and len(stderr.strip().splitlines()) == 1
+    assert "network differs at conv.0.weight" in stderr
+    assert "(the checkpoint's net: --heads shared --conv small)" in stderr
 
 
 def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(capsys, monkeypatch):

@@ -138,3 +138,12 @@ def test_the_curve_table_takes_rates_over_each_interval_by_hand():
     rows = interval_table(records, every=600, batch_size=32).splitlines()[2:]
     # 0-600 s: 5,000 steps of 32 over 100,000 transitions; 600-700 s, the last: 1,500 steps, 30,000
     assert rows == ["| 10 | 400,000 | -20.50 | 8.3 | 667 | 1.60 |", "| 12 | 520,000 | -20.00 | 15.0 | 1,200 | 1.60 |"]
+
+
+def test_sb3s_window_counts_its_curves_env_frames_as_four_per_pong_transition(monkeypatch):
+    import benchmarks.run
+
+    curve = [(10.0, 40_000, None), (30.0, 120_000, -21.0), (90.0, 360_000, -20.5)]  # (s, frames, mean-100)
+    monkeypatch.setattr(benchmarks.run, "run_sb3", lambda *args, **kwargs: {"curve": curve})
+    window = benchmarks.run.sb3_window(benchmarks.run.PONG, 32, warmup=30.0, window=60.0)
+    assert window["frames_per_second"] == 4_000 and window["transitions_per_second"] == 1_000

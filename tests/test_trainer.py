@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from a3c import Callback, ConfigError, RunEnded, Trainer
+from a3c.checkpoint import save_checkpoint
 from tests.helpers import scalars
 
 TOY = "tests.toy_envs:TaskCounting-v0"
@@ -229,3 +230,19 @@ def test_a_trainer_runs_from_a_script_that_is_not_a_file(tmp_path):
     assert finished.returncode == 0, finished.stderr[-2000:]
     reason, frames, restarts = finished.stdout.split("RESULT ")[1].split()
     assert reason == "None" and int(frames) >= 3000 and restarts == "0", finished.stdout + finished.stderr
+
+
+def test_a_checkpoint_from_before_the_net_settings_restores_the_net_it_was_trained_with(tmp_path):
+    """A checkpoint that names neither heads nor conv body holds the reference net (separate
+    heads on the Nature CNN), whatever the defaults are now."""
+    with Trainer(env="PongNoFrameskip-v4", heads="separate", processes=1, envs_per_process=1, batch_size=8,
+                 logdir=str(tmp_path / "runs")) as trainer:
+        path = trainer.save(tmp_path / "saved")
+    state = torch.load(path, weights_only=True)
+    for setting in ("heads", "conv"):
+        del state["config"][setting]
+    save_checkpoint(path, state)
+    restored = Trainer.restore(path)
+    assert (restored.config.heads, restored.config.conv) == ("separate", "nature")
+    assert all(torch.equal(restored.net.state_dict()[name], tensor) for name, tensor in state["model"].items())
+    restored.stop()

@@ -87,6 +87,9 @@ class Algorithm:
     presets: ClassVar[Mapping[str, str]] = {}
     """Named presets besides "default" (``--preset NAME``), each with one line for ``--help``;
     ``family_defaults`` reads the name from ``values["preset"]``."""
+    net_shape: ClassVar[Mapping[str, Any]] = {}
+    """The settings that shape the net, each with the value that a checkpoint saved before
+    the setting existed was trained with (``saved_net_shape``)."""
     sends_last_states: ClassVar[bool] = False
     """Children send each transition's last state (an off-policy learner bootstraps from it
     with its own nets) instead of V(last state); the slots hold them after the states."""
@@ -114,6 +117,10 @@ class Algorithm:
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         """ConfigError for what this machine cannot give the run; asked before any child."""
+
+    def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
+        """The net-shaping settings of a checkpoint's ``config``, older ones included."""
+        return {name: saved.get(name) or before for name, before in self.net_shape.items()}
 
     # acting
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:

@@ -54,24 +54,24 @@ def reference_preset(cores: int) -> A3CPreset:
                      gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3)
 
 
-def nature_preset(cores: int) -> A3CPreset:
+def atari_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
     shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
     warmed up over 500 steps, 20-step returns, the value loss at half weight; layout from
-    ``cores``. The Atari defaults until the small net (``--preset nature``)."""
+    ``cores``."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
                                lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
 
 
-def atari_preset(cores: int) -> A3CPreset:
-    """``nature_preset`` on the A3C paper's smaller conv body, a third of the compute per
-    frame (docs/performance.md, "The small net"). Its learner needs about half a core for
-    what a child sends, so on 2 cores a child runs on each and the learner takes turns with
-    them (1.3x the frames/s of one child); on more cores the learner keeps cores of its own."""
+def small_preset(cores: int) -> A3CPreset:
+    """``atari_preset`` on the A3C paper's smaller conv body (``--preset small``): a third of
+    the compute per frame. Its learner needs about half a core for what a child sends, so on
+    2 cores a child runs on each and the learner takes turns with them (1.5x the frames/s);
+    on more cores the learner keeps cores of its own (docs/performance.md, "The small net")."""
     layout = process_layout(cores, envs_in_total=32)
     if cores == 2:
         layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1}
-    return dataclasses.replace(nature_preset(cores), conv="small", **layout)
+    return dataclasses.replace(atari_preset(cores), conv="small", **layout)
 
 
 def vector_preset(cores: int) -> A3CPreset:
@@ -93,6 +93,6 @@ def grads_layout(preset: A3CPreset, cores: int, atari: bool) -> A3CPreset:
 
 
 ATARI_PRESET = atari_preset(CORES)
-NATURE_PRESET = nature_preset(CORES)
+SMALL_PRESET = small_preset(CORES)
 VECTOR_PRESET = vector_preset(CORES)
 REFERENCE_PRESET = reference_preset(CORES)
