@@ -259,14 +259,17 @@ def _training_rate(limits: dict, learner_threads: int) -> float:
     return learner_threads * limits["training_samples_per_second_per_core"]
 
 
-def layout_cap(limits: dict, children: int, learner_threads: int) -> float:
+def layout_cap(limits: dict, children: int, learner_threads: int, cores: int | None = None) -> float:
     """Most trained transitions/s that ``children`` one-core children and a learner on
     ``learner_threads`` threads reach at the probed per-core rates: the slower side's rate.
     The learner's rate is taken to scale with its threads, so with more than one it is an
-    upper bound. Where the processes outnumber the cores they share them, and the cap is
-    the bound."""
-    if children + learner_threads > (os.cpu_count() or 1):
-        return limits["bound_transitions_per_second"]
+    upper bound. Where the processes outnumber the ``cores`` (this machine's by default)
+    they share them, any core doing any stage, and the cap is the bound."""
+    cores = cores or os.cpu_count() or 1
+    if children + learner_threads > cores:
+        core_seconds = (1 / limits["env_steps_per_second_per_core"] + 1 / limits["inference_samples_per_second_per_core"]
+                        + 1 / limits["training_samples_per_second_per_core"])
+        return cores / core_seconds
     return min(children * _acting_rate_per_core(limits), _training_rate(limits, learner_threads))
 
 

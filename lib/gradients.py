@@ -54,7 +54,7 @@ def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSetti
     states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
     logits, values = forward(net, states, settings.bf16)
     terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
-                     settings.value_weight)
+                     settings.value_weight, settings.normalize_advantages)
     return terms, LossStats.of(terms, values, reference_values)
 
 

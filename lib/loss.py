@@ -21,6 +21,15 @@ def policy_loss(log_probs: torch.Tensor, actions: torch.Tensor, advantages: torc
     return -(advantages * taken).mean()
 
 
+def standardized(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``advantages`` shifted to zero mean and scaled to unit standard deviation (a batch
+    of one row, whose deviation is undefined, is only centred)."""
+    centred = advantages - advantages.mean()
+    if advantages.numel() < 2:
+        return centred
+    return centred / (advantages.std() + eps)
+
+
 def entropy_loss(log_probs: torch.Tensor, entropy_beta: float) -> torch.Tensor:
     """beta * sum(p log p) = -beta * entropy: minimising it keeps the policy exploring."""
     return entropy_beta * (log_probs.exp() * log_probs).sum(dim=1).mean()
@@ -34,6 +43,9 @@ class LossSettings:
     entropy_beta: float
     value_weight: float = 1.0
     bf16: bool = False
+    normalize_advantages: bool = False
+    """Scale each batch's advantages to zero mean and unit deviation before the policy term
+    (off by default: on Pong it sped the start and then collapsed the policy, docs/learning.md)."""
     """Run the forward pass under bfloat16 autocast (weights, gradients, loss stay float32)."""
 
 
@@ -57,11 +69,17 @@ def a2c_loss(
     reference_values: torch.Tensor,
     entropy_beta: float,
     value_weight: float = 1.0,
+    normalize_advantages: bool = False,
 ) -> LossTerms:
     """Policy + ``value_weight`` * value + entropy, with advantage = reference - V(s)
-    detached. ``value`` is reported unweighted, so runs with other weights compare."""
+    detached (``normalize_advantages``: standardised over the batch, so the policy term's
+    scale no longer follows the rewards' or the critic's error). ``value`` is reported
+    unweighted, so runs with other weights compare; ``advantages`` as they entered the
+    policy term."""
     log_probs = F.log_softmax(logits, dim=1)
     advantages = (reference_values - values).detach()
+    if normalize_advantages:
+        advantages = standardized(advantages)
     policy = policy_loss(log_probs, actions, advantages)
     value = value_loss(values, reference_values)
     entropy = entropy_loss(log_probs, entropy_beta)

@@ -65,3 +65,23 @@ def test_policy_entropy_is_in_nats_and_independent_of_the_entropy_weight():
     terms = a2c_loss(two_way, torch.zeros(1), torch.tensor([0]), torch.zeros(1), 0.05)
     assert terms.policy_entropy.item() == pytest.approx(math.log(2))
     assert not terms.policy_entropy.requires_grad
+
+
+def test_normalized_advantages_are_standardised_over_the_batch_by_hand():
+    logits = torch.zeros(4, 2, requires_grad=True)  # uniform: every taken log-probability is ln 1/2
+    values = torch.zeros(4, requires_grad=True)
+    reference = torch.tensor([1.0, 2.0, 3.0, 6.0])
+    actions = torch.tensor([0, 1, 0, 1])
+    terms = a2c_loss(logits, values, actions, reference, entropy_beta=0.0, normalize_advantages=True)
+    deviation = math.sqrt((4 + 1 + 0 + 9) / 3)  # mean 3, unbiased deviation
+    expected = torch.tensor([-2.0, -1.0, 0.0, 3.0]) / deviation
+    torch.testing.assert_close(terms.advantages, expected)
+    # the advantages sum to zero, so the policy term of a uniform policy is zero; its gradient
+    # on row i's logits is -A_i / 4 * (onehot(a_i) - 1/2)
+    assert terms.policy.item() == pytest.approx(0.0, abs=1e-6)
+    terms.policy.backward()
+    onehot = torch.nn.functional.one_hot(actions, 2).float()
+    torch.testing.assert_close(logits.grad, -(expected / 4).unsqueeze(1) * (onehot - 0.5))
+    torch.testing.assert_close(terms.value, torch.tensor((1 + 4 + 9 + 36) / 4))  # the critic's unchanged
+    raw = a2c_loss(logits.detach(), values, actions, reference, entropy_beta=0.0)
+    torch.testing.assert_close(raw.policy, torch.tensor(-(1 + 2 + 3 + 6) / 4 * math.log(0.5)))

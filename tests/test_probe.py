@@ -107,17 +107,23 @@ def test_layout_cap_is_the_slower_sides_rate():
     # a child at 1 ms (env) + 0.5 ms (inference) a transition against a learner at 1.25 ms:
     # the child sets the pace at 1 / 1.5 ms
     limits = _limits(1000.0, 2000.0, 800.0)
-    assert layout_cap(limits, children=1, learner_threads=1) == pytest.approx(1000 / 1.5)
+    assert layout_cap(limits, children=1, learner_threads=1, cores=4) == pytest.approx(1000 / 1.5)
     # two children outpace one learner thread, which then sets the pace
-    assert layout_cap(limits, children=2, learner_threads=1) == pytest.approx(800.0)
-    assert layout_cap(limits, children=2, learner_threads=2) == pytest.approx(2000 / 1.5)
+    assert layout_cap(limits, children=2, learner_threads=1, cores=4) == pytest.approx(800.0)
+    assert layout_cap(limits, children=2, learner_threads=2, cores=4) == pytest.approx(2000 / 1.5)
+
+
+def test_processes_that_outnumber_the_cores_share_them_and_are_capped_by_the_bound():
+    limits = _limits(1000.0, 2000.0, 800.0)  # 1 + 0.5 + 1.25 = 2.75 core-ms a transition
+    assert layout_cap(limits, children=2, learner_threads=1, cores=2) == pytest.approx(2000 / 2.75)
+    assert layout_cap(limits, children=1, learner_threads=1, cores=2) == pytest.approx(1000 / 1.5)
 
 
 def test_one_child_and_one_learner_reach_the_two_core_bound_only_when_balanced():
     for training_rate, share_of_bound in ((1000 / 1.5, 1.0), (1000.0, 2.5 / 3), (400.0, 4 / 5)):
         limits = _limits(1000.0, 2000.0, training_rate)
         two_core_bound = 2 / (1 / 1000 + 1 / 2000 + 1 / training_rate)
-        cap = layout_cap(limits, children=1, learner_threads=1)
+        cap = layout_cap(limits, children=1, learner_threads=1, cores=2)
         assert cap / two_core_bound == pytest.approx(share_of_bound)
 
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 def loss_settings(config: Config) -> LossSettings:
     """The actor-critic loss's settings, the same in a grads-mode child and in the learner."""
-    return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16)
+    return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16,
+                        config.normalize_advantages)
 
 
 class GradientSender:

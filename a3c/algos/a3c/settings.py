@@ -28,6 +28,8 @@ class A3CSettings:
                         "layers (the reference's)", None, choices=HEADS, family=True)
     conv: str = option("Atari net's body: the Nature CNN under 512 units, or the A3C paper's "
                        "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
+    normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
+                                        "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
