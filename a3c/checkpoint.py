@@ -9,6 +9,7 @@ import os
 import pickle
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,11 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     return state
 
 
-def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.Module) -> None:
+def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.Module,
+                  net_shape: Mapping[str, Any] | None = None) -> None:
     """CheckpointError unless ``state`` was trained on ``env_id`` by ``algo`` with ``net``'s
-    shapes."""
+    shapes; a shape error names ``net_shape``, the settings the checkpoint's net was built
+    with, as the flags that build it again."""
     saved_env = state.get("config", {}).get("env_id")
     if saved_env != env_id:
         raise CheckpointError(f"checkpoint was trained on {saved_env}, this run is {env_id}")
@@ -71,8 +74,11 @@ def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.M
     for name, tensor in net.state_dict().items():
         saved_shape = tuple(saved[name].shape) if name in saved else None
         if saved_shape != tuple(tensor.shape):
+            flags = "".join(f" --{setting.replace('_', '-')} {value}"
+                            for setting, value in (net_shape or {}).items())
+            hint = f" (the checkpoint's net:{flags})" if flags else ""
             raise CheckpointError(f"network differs at {name}: checkpoint {saved_shape}, "
-                                  f"this run {tuple(tensor.shape)}")
+                                  f"this run {tuple(tensor.shape)}{hint}")
 
 
 def saved_algorithm(state: dict[str, Any]) -> str:

@@ -154,12 +154,10 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
         if restored is None:
             restored = read_checkpoint(config.resume, device)
         try:
-            check_matches(restored, config.env_id, config.algo, net)
+            check_matches(restored, config.env_id, config.algo, net,
+                          algorithm.saved_net_shape(restored.get("config", {})))
         except CheckpointError as exc:
-            shape = algorithm.saved_net_shape(restored.get("config", {}))
-            flags = "".join(f" --{name.replace('_', '-')} {value}" for name, value in shape.items())
-            hint = f" (the checkpoint's net:{flags})" if flags and "network differs" in str(exc) else ""
-            raise ConfigError(f"--resume: {exc}{hint}") from exc
+            raise ConfigError(f"--resume: {exc}") from exc
         net.load_state_dict(restored["model"])
         version_counter.fill_(restored["policy_version"])
         torch.set_rng_state(restored["torch_rng"])

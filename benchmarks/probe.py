@@ -63,7 +63,8 @@ def env_stage(env_id: str, num_envs: int) -> tuple[Callable[[], object], Callabl
     return lambda: envs.step(envs.action_space.sample()), envs.close
 
 
-def inference_stage(env_id: str, batch: int, bf16: bool = False, conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
+def inference_stage(env_id: str, batch: int, bf16: bool = False,
+                    conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
     """One acting forward pass at the children's batch size."""
     env_info = describe_env(env_id)
     net = build_net(env_info, ATARI_PRESET.heads, conv)
@@ -71,7 +72,8 @@ def inference_stage(env_id: str, batch: int, bf16: bool = False, conv: str = ATA
     return lambda: evaluate(net, observations, bf16)
 
 
-def training_stage(env_id: str, batch: int, bf16: bool = False, conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
+def training_stage(env_id: str, batch: int, bf16: bool = False,
+                   conv: str = ATARI_PRESET.conv) -> Callable[[], object]:
     """One learner step (forward, loss, backward, clip, Adam) at the learner's batch size."""
     env_info = describe_env(env_id)
     learner = Learner(build_net(env_info, ATARI_PRESET.heads, conv), LossSettings(gamma=0.99, entropy_beta=0.01, bf16=bf16),
@@ -267,8 +269,9 @@ def layout_cap(limits: dict, children: int, learner_threads: int, cores: int | N
     they share them, any core doing any stage, and the cap is the bound."""
     cores = cores or os.cpu_count() or 1
     if children + learner_threads > cores:
-        core_seconds = (1 / limits["env_steps_per_second_per_core"] + 1 / limits["inference_samples_per_second_per_core"]
-                        + 1 / limits["training_samples_per_second_per_core"])
+        core_seconds, _ = _bound(limits["env_steps_per_second_per_core"],
+                                 limits["inference_samples_per_second_per_core"],
+                                 limits["training_samples_per_second_per_core"])
         return cores / core_seconds
     return min(children * _acting_rate_per_core(limits), _training_rate(limits, learner_threads))
 
