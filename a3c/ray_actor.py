@@ -4,7 +4,6 @@ own CPU copy of the net and its envs and steps them with the same code as a chil
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,17 +23,16 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 
-def block_steps(config: Config) -> int:
-    """Vector steps an actor takes per call: enough for one learner batch, so a call's cost
-    (about a millisecond) is spread over a batch of transitions."""
-    return max(1, math.ceil(config.batch_size / config.envs_per_process))
+BLOCKS_IN_FLIGHT = 2
+"""Calls outstanding per actor: two, so that an actor steps while its last block travels."""
 
 
-def blocks_in_flight(algorithm: Algorithm, config: Config) -> int:
-    """Calls outstanding per actor: as many transitions as a child's queue share holds on
-    the process backend, and at least two, so an actor steps while its last block travels."""
-    queued = slots_per_child(config, algorithm.transitions_per_message(config)) * config.envs_per_process
-    return max(2, math.ceil(queued / (block_steps(config) * config.envs_per_process)))
+def block_steps(algorithm: Algorithm, config: Config) -> int:
+    """Vector steps an actor takes per call: its share of the process backend's queue, split
+    over ``BLOCKS_IN_FLIGHT`` blocks, so that the learner trains on transitions no older than
+    with processes. Blocks of a whole batch each held four times that on CartPole with four
+    actors, a policy lag of 6-8 optimizer steps against 2.5, and runs locked into one action."""
+    return max(1, slots_per_child(config, algorithm.transitions_per_message(config)) // BLOCKS_IN_FLIGHT)
 
 
 @dataclass
@@ -79,7 +77,7 @@ class RolloutActor:
         self.version = -1
         self._pull_weights()
         self.actor = make_vector_actor(algorithm, config, self.net, lambda: self.version, seed, worker_id)
-        self.steps = block_steps(config)
+        self.steps = block_steps(algorithm, config)
         self._idle_since = time.monotonic()
         import ray
 

@@ -7,7 +7,7 @@ the children as Ray actors (``a3c.ray_actor``) on any node; this side runs on th
   board which version is newest and fetches the weights only when it holds an older one.
 - **Experience.** An actor steps its envs ``block_steps`` times a call and returns the
   transitions and finished episodes as one block of numpy arrays through the object store.
-  Each actor has at most ``blocks_in_flight`` calls outstanding: the next is sent only when
+  Each actor has at most ``BLOCKS_IN_FLIGHT`` calls outstanding: the next is sent only when
   a finished block is taken, so a learner that falls behind holds the actors back, as the
   bounded queues do with processes.
 - **Faults.** An actor that dies, alone or with its node, fails its outstanding calls:
@@ -31,7 +31,7 @@ import torch
 
 from a3c.messages import EpisodeEnded, Transitions
 from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
-from a3c.ray_actor import RolloutActor, WeightBoard, blocks_in_flight
+from a3c.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard
 from a3c.ray_cluster import actor_cpus, check_same_code, connect, disconnect, hold_learner_cpus
 from a3c.settings import ConfigError
 
@@ -121,7 +121,7 @@ class RayWorkerPool(WorkerPool):
         self._named_pending.discard(worker_id)
         self._nodes[worker_id] = None
         self._task_due[worker_id] = self._env_task
-        for _ in range(blocks_in_flight(self.algorithm, self.config)):
+        for _ in range(BLOCKS_IN_FLIGHT):
             self._call(worker_id)
 
     def _watch(self) -> None:

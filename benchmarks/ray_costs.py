@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from a3c.algos import get_algorithm
 from a3c.config import make_config
 from a3c.ray_actor import Block, block_steps
 from benchmarks.probe import (
@@ -73,7 +74,7 @@ def measure(env_id: str = "PongNoFrameskip-v4", seconds: float = 3.0) -> dict:
 
     config = make_config(env=env_id, backend="ray")
     envs, batch = config.envs_per_process, config.batch_size
-    rows = block_steps(config) * envs
+    rows = block_steps(get_algorithm("a3c"), config) * envs
     with one_thread():
         step, close = env_stage(env_id, envs)
         env_rate = rate(step, envs, seconds)
