@@ -36,7 +36,9 @@ class VectorActor:
     under bfloat16 autocast (``evaluate``); ``clip_rewards`` trains on the rewards' signs.
     An off-policy learner gives ``choose_actions`` (epsilon-greedy on Q-values instead of
     sampling the policy) and ``send_last_states``: it bootstraps from the last states with
-    its own networks at training time, so the actor's values are not sent.
+    its own networks at training time, so the actor's values are not sent. A rollout
+    learner gives ``send_log_probs``: each row then carries its action's log-probability
+    under the logits that chose it, and the columns that put rows back into sequences.
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -47,8 +49,9 @@ class VectorActor:
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
                  clip_rewards: bool = False,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
-                 send_last_states: bool = False):
+                 send_last_states: bool = False, send_log_probs: bool = False):
         self.net = net
+        self.send_log_probs = send_log_probs
         self.choose_actions = choose_actions
         self.send_last_states = send_last_states
         self.policy_version = policy_version
@@ -67,7 +70,12 @@ class VectorActor:
     def step(self) -> ActorStep:
         """Act on the last observations with the logits already computed for them, step the
         envs, and evaluate what came back."""
-        actions = self.choose_actions(self._logits).cpu().numpy()
+        chosen = self.choose_actions(self._logits)
+        log_probs = None
+        if self.send_log_probs:
+            all_log_probs = torch.log_softmax(self._logits.float(), dim=1)
+            log_probs = all_log_probs.gather(1, chosen.unsqueeze(1)).squeeze(1).cpu().numpy()
+        actions = chosen.cpu().numpy()
         policy_version = self._logits_policy_version
         next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
         self._logits_policy_version = self.policy_version()
@@ -80,6 +88,7 @@ class VectorActor:
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values, final_values=final_values, policy_version=policy_version,
+            log_probs=log_probs,
         )
         self._observations = next_observations
         return ActorStep(batch, episodes)

@@ -99,9 +99,13 @@ class Config(RunSettings, *_ALGORITHM_SETTINGS, Preset):
 
 SETTINGS = dataclasses.fields(Config)
 _TYPES = typing.get_type_hints(Config)
-OWNERS = {setting.name: algorithm.name for algorithm in BUILT_IN if algorithm.settings is not NoSettings
-          for setting in dataclasses.fields(algorithm.settings)}
-"""The algorithm each algorithm-only setting belongs to; the others belong to every run."""
+OWNERS: dict[str, tuple[str, ...]] = {}
+"""The algorithms each algorithm setting belongs to (several where their settings share a
+base, as the actor-critics' do); the other settings belong to every run."""
+for _algorithm in BUILT_IN:
+    if _algorithm.settings is not NoSettings:
+        for _setting in dataclasses.fields(_algorithm.settings):
+            OWNERS[_setting.name] = (*OWNERS.get(_setting.name, ()), _algorithm.name)
 PRESET_NAMES = {setting.name for setting in dataclasses.fields(Preset)}
 
 
@@ -125,7 +129,7 @@ KEYWORDS = {keyword(setting): setting for setting in SETTINGS}
 
 def settings_of(algo: str) -> list[dataclasses.Field]:
     """The settings a run of ``algo`` reads: every run's and ``algo``'s own."""
-    return [setting for setting in SETTINGS if OWNERS.get(setting.name, algo) == algo]
+    return [setting for setting in SETTINGS if algo in OWNERS.get(setting.name, (algo,))]
 
 
 class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -151,8 +155,7 @@ def _help(setting: dataclasses.Field) -> str:
         named = [f"{name} ({algorithm.name}: {line})" for algorithm in map(get_algorithm, algorithm_names())
                  for name, line in algorithm.presets.items()]
         return f"{text}; named: {'; '.join(named)}" if named else text
-    owners = [get_algorithm(OWNERS[setting.name])] if setting.name in OWNERS else [
-        get_algorithm(name) for name in algorithm_names()]
+    owners = [get_algorithm(name) for name in OWNERS.get(setting.name, algorithm_names())]
     notes = [(algorithm.name, algorithm.defaults_help(setting.name)) for algorithm in owners]
     notes = [(name, note) for name, note in notes if note is not None]
     if len(notes) == 1 and setting.name in OWNERS:
@@ -175,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_group = parser.add_argument_group("the run")
     tuned_group = parser.add_argument_group(
         "hyperparameters", "unset, each takes the algorithm's value for the env family")
-    algorithm_groups = {algorithm.name: parser.add_argument_group(f"--algo {algorithm.name}")
-                        for algorithm in BUILT_IN if algorithm.settings is not NoSettings}
+    algorithm_groups = {owners: parser.add_argument_group(f"--algo {' and '.join(owners)}")
+                        for owners in sorted(set(OWNERS.values()), key=len, reverse=True)}
     def place(setting: dataclasses.Field) -> int:  # the run's, the hyperparameters, each algorithm's
         return 2 if setting.name in OWNERS else int(setting.name in PRESET_NAMES)
 
@@ -235,9 +238,10 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
     """A setting of another algorithm than ``algo`` must be left at its default."""
     defaults = {setting.name: setting.default for setting in SETTINGS}
     for setting in SETTINGS:
-        owner = OWNERS.get(setting.name, values["algo"])
-        if owner != values["algo"] and values[setting.name] != defaults[setting.name]:
-            raise ConfigError(f"{flag(setting)} is a setting of --algo {owner}, not of --algo {values['algo']}")
+        owners = OWNERS.get(setting.name, (values["algo"],))
+        if values["algo"] not in owners and values[setting.name] != defaults[setting.name]:
+            raise ConfigError(f"{flag(setting)} is a setting of --algo {' and '.join(owners)}, "
+                              f"not of --algo {values['algo']}")
 
 
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:

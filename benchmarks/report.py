@@ -252,6 +252,16 @@ def dqn_report(results: dict) -> str:
                       *_dqn_section(results["dqn"])])
 
 
+def ppo_report(results: dict) -> str:
+    return "\n".join([*_header("PPO: --algo ppo against SB3 PPO", results),
+                      *_ppo_section(results["ppo"])])
+
+
+def _ppo_section(ppo: dict) -> list[str]:
+    return _cartpole_section(ppo, "`--algo ppo` against SB3 PPO: CartPole-v1 to 475", "SB3 PPO (RL zoo)",
+                             image=None)
+
+
 def _dqn_section(dqn: dict) -> list[str]:
     return _cartpole_section(dqn, "`--algo dqn` against SB3 DQN: CartPole-v1 to 475", "SB3 DQN (RL zoo)",
                              image=None)
@@ -316,6 +326,8 @@ def markdown_report(results: dict) -> str:
         lines += _modes_section(results["modes"])
     if "dqn" in results:
         lines += _dqn_section(results["dqn"])
+    if "ppo" in results:
+        lines += _ppo_section(results["ppo"])
     if "solve" in results:
         lines += _solve_section(results["solve"])
     return "\n".join(lines)

@@ -44,6 +44,7 @@ from benchmarks.report import (
     markdown_report,
     plot_cartpole,
     plot_solve,
+    ppo_report,
     ray_report,
     solve_report,
 )
@@ -102,8 +103,8 @@ def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) 
 
 
 def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c") -> dict:
-    """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise)
-    or its tuned DQN (one env, ``benchmarks.sb3_peer``) to the 475 bound."""
+    """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise),
+    its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound."""
     n_envs = 1 if algo == "dqn" else 8
     report = run_sb3(CARTPOLE, n_envs, max_seconds, ent_coef=0.0, stop_reward=475.0, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
@@ -286,10 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ray"],
+                                           "ppo", "ray"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
-                             "(--algo dqn against SB3 DQN on CartPole), ray (Pong on --backend ray "
+                             "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
+                             "PPO on CartPole), ray (Pong on --backend ray "
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) run only when named")
@@ -384,6 +386,11 @@ def main(argv: list[str] | None = None) -> int:
             results["dqn"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "dqn"),
                                                  functools.partial(solve_sb3, algo="dqn"), peer_seconds=300.0)
         results["dqn"]["cpu_steal"] = steal.fraction
+    if "ppo" in parts:
+        with StealMeter() as steal:
+            results["ppo"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "ppo"),
+                                                 functools.partial(solve_sb3, algo="ppo"), peer_seconds=300.0)
+        results["ppo"]["cpu_steal"] = steal.fraction
     if "ray" in parts:
         results["ray"] = backend_comparison(warmup, window, trainer_args)
         print("ray:", json.dumps(results["ray"]["costs"], indent=1), flush=True)
@@ -408,11 +415,13 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "pong_solve.md").write_text(solve_report(results))
         if "dqn" in results:
             (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
+        if "ppo" in results:
+            (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
         if "ray" in results:
             (ROOT / "docs" / "ray_benchmark.md").write_text(ray_report(results))
-        if parts - {"solve", "dqn", "ray"}:
+        if parts - {"solve", "dqn", "ppo", "ray"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
-                {key: value for key, value in results.items() if key not in ("dqn", "ray")}))
+                {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray")}))
     print(f"results in {out}/benchmark-{stamp}.json")
     return 0
 

@@ -1,4 +1,4 @@
-"""The peer: Stable-Baselines3 A2C (or DQN) on the same envs, run in its own process.
+"""The peer: Stable-Baselines3 A2C (or DQN, or PPO) on the same envs, run in its own process.
 
 Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
 with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
@@ -6,6 +6,7 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
 
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 1 --algo dqn --stop-reward 475
+    python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --algo ppo --stop-reward 475
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import argparse
 import json
 import time
 
-from stable_baselines3 import A2C, DQN
+from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
@@ -67,6 +68,14 @@ ZOO_CARTPOLE_DQN = {
 on past the zoo's 50k steps until solved, so the exploration fraction is rescaled to fall
 over the same 8,000 steps."""
 
+ZOO_PPO_STEPS = 100_000
+ZOO_CARTPOLE_PPO = {
+    "n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98, "n_epochs": 20, "ent_coef": 0.0,
+    "learning_rate": lambda remaining: 1e-3 * remaining, "clip_range": lambda remaining: 0.2 * remaining,
+}
+"""rl-baselines3-zoo's PPO values for CartPole-v1 (its hyperparams/ppo.yml, 8 envs): the
+learning rate and the clip fall linearly to 0 over its 100k steps, so the run stops there."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -76,8 +85,9 @@ def main() -> None:
     parser.add_argument("--stop-reward", type=float, default=None)
     parser.add_argument("--max-seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--algo", choices=["a2c", "dqn"], default="a2c",
-                        help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1)")
+    parser.add_argument("--algo", choices=["a2c", "dqn", "ppo"], default="a2c",
+                        help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1); ppo: its "
+                             "tuned CartPole PPO (pass --n-envs 8)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01)")
@@ -90,11 +100,14 @@ def main() -> None:
                                                     "optimizer_kwargs": {"eps": 1e-5}}}
     if args.algo == "dqn":
         model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
+    elif args.algo == "ppo":
+        model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_PPO)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     frames_per_step = 4 if is_atari(args.env) else 1
     watch = Watch(args.stop_reward, args.max_seconds, frames_per_step)
-    model.learn(total_timesteps=DQN_MAX_STEPS if args.algo == "dqn" else 10**9, callback=watch)
+    steps = {"dqn": DQN_MAX_STEPS, "ppo": ZOO_PPO_STEPS}.get(args.algo, 10**9)
+    model.learn(total_timesteps=steps, callback=watch)
     print(json.dumps({
         "solved": watch.solved_at is not None,
         "seconds": watch.solved_at[0] if watch.solved_at else time.monotonic() - watch.started,

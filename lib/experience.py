@@ -31,6 +31,11 @@ class TransitionBatch:
     ``last_values`` (V(last state) from the acting process); rows where ``dones`` is set
     hold zeros there and are never read. ``policy_versions`` is the optimizer step of the
     weights that chose each row's action, where the sender knows it.
+
+    A rollout learner (PPO) also gets ``log_probs`` (of each row's action under the weights
+    that chose it), ``env_ids`` (the env's index in its child) and ``ends`` (the row's window
+    reaches its episode's end, by termination or truncation): with them it puts each env's
+    rows back into sequences.
     """
 
     states: np.ndarray
@@ -41,11 +46,15 @@ class TransitionBatch:
     last_states: np.ndarray | None = None
     last_values: np.ndarray | None = None
     policy_versions: np.ndarray | None = None
+    log_probs: np.ndarray | None = None
+    env_ids: np.ndarray | None = None
+    ends: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
 
-    def __getitem__(self, rows: slice) -> TransitionBatch:
+    def __getitem__(self, rows: slice | np.ndarray) -> TransitionBatch:
+        """The rows ``rows`` picks (a slice, or indices in any order)."""
         return TransitionBatch(**{
             name: None if column is None else column[rows] for name, column in self._columns()
         })
@@ -120,6 +129,7 @@ class NStepAccumulator:
         next_values: np.ndarray | None = None,
         final_values: np.ndarray | None = None,
         policy_version: int | None = None,
+        log_probs: np.ndarray | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
@@ -130,7 +140,9 @@ class NStepAccumulator:
         batch carries ``last_values`` instead of ``last_states``. With NEXT_STEP autoreset
         the final observation is ``next_observations[i]`` and ``final_values`` is not needed.
         ``policy_version``, the optimizer step of the weights that chose ``actions``, labels
-        each row those actions start (``policy_versions``), when given.
+        each row those actions start (``policy_versions``), when given. ``log_probs`` of
+        ``actions`` under those weights add the rollout columns (``log_probs``, ``env_ids``,
+        ``ends``).
         """
         with_values = next_values is not None
         emitted: list[tuple] = []
@@ -140,8 +152,9 @@ class NStepAccumulator:
                 continue
             reward = float(rewards[env_index])
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
+            log_prob = None if log_probs is None else float(log_probs[env_index])
             pending.append((observations[env_index], int(actions[env_index]), trained_reward,
-                            policy_version))
+                            policy_version, log_prob))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:
@@ -154,7 +167,7 @@ class NStepAccumulator:
                 else:
                     bootstrap = infos["final_obs"][env_index]
                 while pending:
-                    emitted.append(self._pop_first(pending, bootstrap))
+                    emitted.append(self._pop_first(pending, bootstrap, env_index, ends=True))
                 episodes.append(EpisodeResult(
                     float(self._episode_rewards[env_index]), int(self._episode_lengths[env_index])
                 ))
@@ -162,20 +175,21 @@ class NStepAccumulator:
                 self._episode_lengths[env_index] = 0
             elif len(pending) == self.reward_steps:
                 bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
-                emitted.append(self._pop_first(pending, bootstrap))
+                emitted.append(self._pop_first(pending, bootstrap, env_index, ends=False))
         if self.next_step_reset:
             self._resetting = np.logical_or(terminated, truncated)
         return _stack(emitted, with_values), episodes
 
-    def _pop_first(self, pending: deque, bootstrap: np.ndarray | float | None) -> tuple:
+    def _pop_first(self, pending: deque, bootstrap: np.ndarray | float | None, env_index: int,
+                   ends: bool) -> tuple:
         """The oldest pending transition; ``bootstrap`` is its last state or V(last state),
         None when its episode terminated."""
         discounted = 0.0
-        for power, (_, _, reward, _) in enumerate(pending):
+        for power, (_, _, reward, _, _) in enumerate(pending):
             discounted += reward * self.gamma ** power
         steps = len(pending)
-        state, action, _, policy_version = pending.popleft()
-        return state, action, discounted, bootstrap, steps, policy_version
+        state, action, _, policy_version, log_prob = pending.popleft()
+        return state, action, discounted, bootstrap, steps, policy_version, log_prob, env_index, ends
 
 
 def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
@@ -201,4 +215,8 @@ def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
         last_values=last_values,
         policy_versions=(None if emitted[0][5] is None
                          else np.array([row[5] for row in emitted], dtype=np.int64)),
+        **({} if emitted[0][6] is None else {
+            "log_probs": np.array([row[6] for row in emitted], dtype=np.float32),
+            "env_ids": np.array([row[7] for row in emitted], dtype=np.int64),
+            "ends": np.array([row[8] for row in emitted], dtype=bool)}),
     )

@@ -11,6 +11,7 @@ tests/test_ray_backend.py; prints one JSON object of what it saw, for that test 
      mid-run: the replacements send blocks from the head and the run goes on to solve;
    - an actor whose env hangs is taken for hung after ``--ray-call-timeout``;
    - ``--algo dqn`` for a few seconds: blocks reach the replay buffer and the learner steps;
+   - ``--algo ppo`` on CartPole with two actors until solved;
    - a third node that imports other a3c code: refused in one ConfigError.
 2. ``run_a3c.py --backend ray`` with a Ray of its own, Ctrl-C: exit 130, a checkpoint, and
    none of the processes it started left; then ``--resume`` of that checkpoint on Ray; and
@@ -233,6 +234,11 @@ def cluster_runs(logdir: Path) -> dict:
                 pass
             seen["dqn"] = {"steps": result["policy_version"], "replay": len(trainer._run.learner.replay),
                            "frames": result["frames"]}
+        with Trainer(env="CartPole-v1", backend="ray", ray_address=ADDRESS, algo="ppo", processes=2,
+                     logdir=str(logdir), name="ppo", max_seconds=120) as trainer:
+            while not (result := trainer.train(seconds=5))["done"]:
+                pass
+            seen["ppo"] = {key: result[key] for key in ("reason", "frames", "policy_lag", "policy_version")}
         third = ray_node(f"--address={ADDRESS}", "--num-cpus=1", code=other_code(logdir / "other"))
         wait_for_node(known={head_node, second_node})
         seen["other_code"] = refused_elsewhere(logdir)

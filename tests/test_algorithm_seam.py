@@ -138,6 +138,7 @@ def _modules_after(code: str) -> set[str]:
 
 
 LEARNER_SIDE = {"tensorboardX", "a3c.learner", "a3c.algos.a3c.learner", "a3c.algos.dqn.learner",
+                "a3c.algos.ppo.learner",
                 "a3c.trainer", "a3c.run", "lib.replay"}
 
 

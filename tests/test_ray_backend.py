@@ -2,7 +2,7 @@
 the test creates (only loopback up, so Ray can reach no other address; unprivileged where
 user namespaces are allowed): actors on both nodes, a replacement on a full cluster,
 CartPole solved after a node is lost with blocks from the replacements, a hung actor
-replaced, DQN's blocks reaching the replay buffer, too few CPUs and other code on a node
+replaced, DQN's blocks reaching the replay buffer, PPO solving CartPole, too few CPUs and other code on a node
 refused, a Ctrl-C or SIGTERM that stops every actor and the Ray the run started, and a
 resume (tests/ray_scenarios.py). Bad backend flags are one line and exit 2
 (tests/test_cli.py)."""
@@ -79,6 +79,12 @@ def test_too_few_cpus_and_other_code_are_refused_and_a_hung_actor_is_replaced(se
 def test_dqn_on_ray_fills_its_replay_buffer_and_learns_from_it(seen):
     dqn = seen["cluster"]["dqn"]
     assert dqn["replay"] >= 500 and dqn["steps"] >= 50
+
+
+@pytest.mark.timeout(600)
+def test_ppo_on_ray_solves_cartpole_from_rollouts_of_its_actors(seen):
+    ppo = seen["cluster"]["ppo"]
+    assert ppo["reason"] == "solved" and ppo["policy_lag"] > 0, ppo
 
 
 @pytest.mark.timeout(600)

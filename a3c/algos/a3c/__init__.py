@@ -16,7 +16,8 @@ from a3c.algos.a3c.settings import (
     A3CSettings,
     grads_layout,
 )
-from a3c.algos.base import Algorithm, Sender
+from a3c.algos.actor_critic import ActorCritic
+from a3c.algos.base import Sender
 from a3c.settings import CORES, ConfigError
 
 if TYPE_CHECKING:
@@ -29,11 +30,10 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 
-class A3C(Algorithm):
+class A3C(ActorCritic):
     name = "a3c"
     summary = "the actor-critic: children sample the policy and send n-step transitions (or gradients)"
     settings = A3CSettings
-    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature"}
     presets: ClassVar[Mapping[str, str]] = {
         "reference": "the reference chapter's Pong values, for any env",
         "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: 1.5x the "
@@ -60,20 +60,12 @@ class A3C(Algorithm):
         return text
 
     def check(self, config: Config, atari: bool) -> None:
-        if config.heads == "shared" and not atari:
-            raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
-        if config.conv == "small" and not atari:
-            raise ConfigError("--conv small is for the Atari net; vector observations use MLPs")
+        super().check(config, atari)
         if config.mode == "grads" and config.backend == "ray":
             raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
 
     def describe(self, config: Config) -> str:
         return f"a3c, {config.mode} mode"
-
-    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from lib.models import build_net
-
-        return build_net(env_info, **self.saved_net_shape(settings))
 
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:

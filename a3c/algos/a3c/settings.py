@@ -6,28 +6,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from a3c.settings import CORES, Preset, option, process_layout
+from a3c.algos.actor_critic import ActorCriticPreset, ActorCriticSettings
+from a3c.settings import CORES, option, process_layout
 
 MODES = ("data", "grads")
-HEADS = ("shared", "separate")
-"""The two ways ``lib.models.AtariA2C``'s heads read its conv body."""
-CONVS = ("nature", "small")
-"""``lib.models.AtariA2C``'s two conv bodies."""
 
 
 @dataclass(frozen=True)
-class A3CSettings:
-    """The actor-critic's loss, net and the two ways its children can feed the learner."""
+class A3CSettings(ActorCriticSettings):
+    """A3C's own: its warm-up, advantages, and the two ways its children can feed the learner."""
 
-    entropy_beta: float = option("weight of the entropy bonus", None, at_least=0.0, family=True)
-    value_weight: float = option("weight of the value loss against the policy loss", None, above=0.0,
-                                 family=True)
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
-    heads: str = option("Atari net: one shared hidden layer under linear heads, or separate "
-                        "layers (the reference's)", None, choices=HEADS, family=True)
-    conv: str = option("Atari net's body: the Nature CNN under 512 units, or the A3C paper's "
-                       "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
@@ -39,14 +29,10 @@ class A3CSettings:
 
 
 @dataclass(frozen=True)
-class A3CPreset(Preset):
+class A3CPreset(ActorCriticPreset):
     """Every family setting of A3C."""
 
-    entropy_beta: float = 0.01
-    value_weight: float = 1.0
     lr_warmup: int = 0
-    heads: str = "separate"
-    conv: str = "nature"
 
 
 def reference_preset(cores: int) -> A3CPreset:

@@ -1,0 +1,61 @@
+"""What the actor-critic algorithms (A3C, PPO) share: the settings of their loss weights and
+of the net, the checks of those, and the net itself (``lib.models``). Pure at import."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from a3c.algos.base import Algorithm
+from a3c.settings import ConfigError, Preset, option
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+HEADS = ("shared", "separate")
+"""The two ways ``lib.models.AtariA2C``'s heads read its conv body."""
+CONVS = ("nature", "small")
+"""``lib.models.AtariA2C``'s two conv bodies."""
+
+
+@dataclass(frozen=True)
+class ActorCriticSettings:
+    """The loss weights and the net's shape; one flag each, for every actor-critic algorithm."""
+
+    entropy_beta: float = option("weight of the entropy bonus", None, at_least=0.0, family=True)
+    value_weight: float = option("weight of the value loss against the policy loss", None, above=0.0,
+                                 family=True)
+    heads: str = option("Atari net: one shared hidden layer under linear heads, or separate "
+                        "layers (the reference's)", None, choices=HEADS, family=True)
+    conv: str = option("Atari net's body: the Nature CNN under 512 units, or the A3C paper's "
+                       "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
+
+
+@dataclass(frozen=True)
+class ActorCriticPreset(Preset):
+    """The actor-critic settings every preset of these algorithms gives."""
+
+    entropy_beta: float = 0.01
+    value_weight: float = 1.0
+    heads: str = "separate"
+    conv: str = "nature"
+
+
+class ActorCritic(Algorithm):
+    """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
+
+    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature"}
+
+    def check(self, config: Config, atari: bool) -> None:
+        if config.heads == "shared" and not atari:
+            raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
+        if config.conv == "small" and not atari:
+            raise ConfigError("--conv small is for the Atari net; vector observations use MLPs")
+
+    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        from lib.models import build_net
+
+        return build_net(env_info, **self.saved_net_shape(settings))

@@ -1,0 +1,55 @@
+"""PPO on the asynchronous actors (APPO-style): children sample the policy and send one-step
+rows with the log-probability of each action; the learner runs the clipped surrogate over
+whole rollouts, with V-trace value targets for the policy lag (docs/ppo.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from a3c.algos.actor_critic import ActorCritic
+from a3c.algos.ppo.settings import PPOSettings, family_values, rollout_rows
+from a3c.settings import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from a3c.algos.ppo.learner import PPOLearner
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+class PPO(ActorCritic):
+    name = "ppo"
+    summary = ("proximal policy optimisation on the same actors: rollouts of one-step rows, GAE, "
+               "clipped surrogate against the acting policy, V-trace value targets")
+    settings = PPOSettings
+
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        return family_values(atari, values)
+
+    def check(self, config: Config, atari: bool) -> None:
+        super().check(config, atari)
+        if config.reward_steps != 1:
+            raise ConfigError("--reward-steps of --algo ppo is 1: GAE(lambda) sums the rewards (--gae-lambda)")
+        rows = rollout_rows(vars(config))
+        if config.minibatches > rows:
+            raise ConfigError(f"--minibatches {config.minibatches} is more than a rollout's {rows} rows "
+                              "(--rollout-length x --processes x --envs-per-process)")
+        if config.batch_size != rows // config.minibatches:
+            raise ConfigError(f"--batch-size of --algo ppo is a rollout's {rows} rows over --minibatches "
+                              f"{config.minibatches}, {rows // config.minibatches}: set --rollout-length "
+                              "or --minibatches instead")
+
+    def describe(self, config: Config) -> str:
+        return f"ppo, rollouts of {config.rollout_length} steps x {config.epochs} epochs x " \
+               f"{config.minibatches} minibatches"
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        return {"send_log_probs": True}
+
+    def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                     env_info: EnvInfo) -> PPOLearner:
+        from a3c.algos.ppo.learner import PPOLearner
+
+        return PPOLearner(config, net, version_counter)

@@ -1,0 +1,172 @@
+"""PPO's learner: gather a rollout from the children's one-step rows, put each env's rows back
+in order, estimate advantages and value targets once, then run the passes of minibatch steps.
+
+The children keep acting while the passes run, so each row was chosen by weights some steps
+older than the learner's: the ratio of the surrogate is taken against the log-probability
+each row was acted with (as APPO does), and the value targets are V-trace's, whose
+truncated importance weights correct for that lag (``--no-vtrace``: GAE returns).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from a3c.learner import clip_and_step, make_adam
+from lib.advantages import continues, gae, next_values, sequence_order, vtrace
+from lib.experience import TransitionBatch
+from lib.models import evaluate, forward
+from lib.ppo_loss import PPOLossSettings, ppo_loss
+
+if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
+    from a3c.config import Config
+    from a3c.messages import Transitions
+
+
+@dataclass
+class PPOStepStats:
+    """Scalars worth logging about one minibatch step."""
+
+    loss_total: float
+    loss_policy: float
+    loss_value: float
+    loss_entropy: float
+    policy_entropy: float
+    approx_kl: float
+    clip_fraction: float
+    grad_norm: float
+    explained_variance: float
+    """Of the rollout's value targets by the values they were computed with (1: perfect, 0: none)."""
+    vtrace_rho: float | None
+    """Mean truncated importance weight of the rollout's rows (V-trace on)."""
+    policy_lag: float | None
+    """Mean optimizer steps between the weights that acted and the learner's at the start
+    of the passes (each pass adds ``minibatches`` more)."""
+
+
+@dataclass
+class Rollout:
+    """A rollout in sequence order, as tensors, with what the passes train towards."""
+
+    states: torch.Tensor
+    actions: torch.Tensor
+    behaviour_log_probs: torch.Tensor
+    advantages: torch.Tensor
+    old_values: torch.Tensor
+    targets: torch.Tensor
+    explained_variance: float
+    vtrace_rho: float | None
+    policy_lag: float | None
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def in_sequence_order(parts: list[tuple[int, TransitionBatch]]) -> tuple[TransitionBatch, np.ndarray]:
+    """The parts' rows with each (worker, env)'s rows together in the order they came, and
+    whether each row's episode goes on in the next row."""
+    batch = TransitionBatch.concatenate([part for _, part in parts])
+    workers = np.concatenate([np.full(len(part), worker) for worker, part in parts])
+    order = sequence_order(workers, batch.env_ids)
+    ordered = batch[order]
+    return ordered, continues(ordered.ends, workers[order], ordered.env_ids)
+
+
+class PPOLearner:
+    """Owns the optimizer; ``consume`` holds rows until a rollout is full, then trains on it."""
+
+    stats_type = PPOStepStats
+
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor):
+        self.net = net
+        self.config = config
+        self.optimizer = make_adam(net, config.lr, config.adam_eps)
+        self.version_counter = version_counter
+        self.device = torch.device(config.device)
+        self.rows = config.rollout_length * config.processes * config.envs_per_process
+        self.loss_settings = PPOLossSettings(config.clip_range, config.value_clip, config.entropy_beta,
+                                             config.value_weight)
+        self.generator = np.random.default_rng(config.seed)
+        self._parts: list[tuple[int, TransitionBatch]] = []
+        self._held = 0
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.version_counter)
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+        """Nothing to make: the children feed the rollout directly."""
+
+    def consume(self, message: Transitions) -> list[PPOStepStats]:
+        self._parts.append((message.worker_id, message.batch))
+        self._held += len(message.batch)
+        if self._held < self.rows:
+            return []
+        parts, self._parts, self._held = self._parts, [], 0
+        return self.train(self.prepare(parts))
+
+    def prepare(self, parts: list[tuple[int, TransitionBatch]]) -> Rollout:
+        """Advantages and value targets of a rollout, under the weights as they are now."""
+        batch, continuing = in_sequence_order(parts)
+        states = torch.as_tensor(batch.states).to(self.device)
+        actions = torch.as_tensor(batch.actions).to(self.device)
+        logits, values = evaluate(self.net, states, self.config.bf16)
+        log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1).cpu().numpy()
+        values = values.cpu().numpy()
+        following = next_values(values, batch.last_values, batch.dones, continuing)
+        advantages = gae(batch.rewards, values, following, continuing, self.config.gamma, self.config.gae_lambda)
+        rho = None
+        if self.config.vtrace:
+            ratios = np.exp(log_probs - batch.log_probs)
+            targets = vtrace(batch.rewards, values, following, continuing, ratios, self.config.gamma,
+                             self.config.gae_lambda)
+            rho = float(np.minimum(1.0, ratios).mean())
+        else:
+            targets = advantages + values
+        lag = None if batch.policy_versions is None else float(self.policy_version - batch.policy_versions.mean())
+        return Rollout(states, actions, torch.as_tensor(batch.log_probs).to(self.device),
+                       torch.as_tensor(advantages).to(self.device), torch.as_tensor(values).to(self.device),
+                       torch.as_tensor(targets).to(self.device), explained_variance(values, targets), rho, lag)
+
+    def train(self, rollout: Rollout) -> list[PPOStepStats]:
+        """``epochs`` passes, each over every row once, in ``minibatches`` random parts."""
+        steps = []
+        for _ in range(self.config.epochs):
+            for rows in np.array_split(self.generator.permutation(len(rollout)), self.config.minibatches):
+                steps.append(self._step(rollout, torch.as_tensor(rows).to(self.device)))
+        return steps
+
+    def _step(self, rollout: Rollout, rows: torch.Tensor) -> PPOStepStats:
+        logits, values = forward(self.net, rollout.states[rows], self.config.bf16)
+        terms = ppo_loss(logits, values, rollout.actions[rows], rollout.behaviour_log_probs[rows],
+                         rollout.advantages[rows], rollout.old_values[rows], rollout.targets[rows],
+                         self.loss_settings)
+        self.optimizer.zero_grad(set_to_none=True)
+        terms.total.backward()
+        grad_norm = clip_and_step(self.net, self.optimizer, self.config.clip_grad, float(terms.total.detach()),
+                                  self.version_counter)
+        return PPOStepStats(float(terms.total.detach()), float(terms.policy.detach()), float(terms.value.detach()),
+                            float(terms.entropy.detach()), terms.policy_entropy, terms.approx_kl,
+                            terms.clip_fraction, grad_norm, rollout.explained_variance, rollout.vtrace_rho,
+                            rollout.policy_lag)
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Every figure is a step's (``PPOStepStats``)."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        return {}
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        """PPO's checkpoint holds nothing beyond the net and the optimizer; a rollout being
+        gathered is not kept."""
+
+
+def explained_variance(values: np.ndarray, targets: np.ndarray) -> float:
+    """``1 - Var(targets - values) / Var(targets)``; 0 where the targets do not vary."""
+    spread = float(np.var(targets))
+    return 0.0 if spread == 0.0 else 1.0 - float(np.var(targets - values)) / spread

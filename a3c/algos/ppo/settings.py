@@ -1,0 +1,74 @@
+"""PPO's own settings and its presets per env family. Pure: no torch."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from a3c.algos.actor_critic import ActorCriticPreset, ActorCriticSettings
+from a3c.settings import CORES, option, process_layout
+
+
+@dataclass(frozen=True)
+class PPOSettings(ActorCriticSettings):
+    """The rollout, the passes over it, the clip and the advantage estimate."""
+
+    rollout_length: int = option("steps each env adds to a rollout before the learner's passes over it",
+                                 None, at_least=1, family=True)
+    epochs: int = option("passes over each rollout", None, at_least=1, family=True)
+    minibatches: int = option("optimizer steps each pass is split into", None, at_least=1, family=True)
+    clip_range: float = option("how far the probability ratio against the acting policy may move "
+                               "before the surrogate stops rewarding it (and the value, with "
+                               "--value-clip)", None, above=0.0, family=True)
+    gae_lambda: float = option("lambda of the GAE advantages and of V-trace's traces", None,
+                               at_least=0.0, at_most=1.0, family=True)
+    value_clip: bool = option("clip the value loss around the values the targets were computed "
+                              "with", None, family=True)
+    vtrace: bool = option("value targets corrected for the policy lag with V-trace (off: GAE "
+                          "returns)", True)
+
+
+@dataclass(frozen=True)
+class PPOPreset(ActorCriticPreset):
+    """Every family setting of PPO. ``batch_size`` is derived: a rollout's rows over the
+    minibatches (``family_defaults``); ``reward_steps`` is 1, GAE does the rest."""
+
+    rollout_length: int = 32
+    epochs: int = 4
+    minibatches: int = 4
+    clip_range: float = 0.2
+    gae_lambda: float = 0.95
+    value_clip: bool = False
+
+
+def atari_preset(cores: int) -> PPOPreset:
+    """The Atari values of the PPO paper and its common ports (clip 0.1, lr 2.5e-4, 4 epochs,
+    entropy 0.01, value weight 0.5, clip 0.5, lambda 0.95, the value clipped) on the shared-layer
+    Nature CNN; 32 envs, rollouts of 64 steps each (2,048 rows) in 8 minibatches."""
+    return PPOPreset(**process_layout(cores, envs_in_total=32), batch_size=256, reward_steps=1, gamma=0.99,
+                     lr=2.5e-4, clip_grad=0.5, adam_eps=1e-5, entropy_beta=0.01, value_weight=0.5,
+                     heads="shared", rollout_length=64, epochs=4, minibatches=8, clip_range=0.1,
+                     value_clip=True)
+
+
+def vector_preset(cores: int) -> PPOPreset:
+    """CartPole-like envs: 32 envs, rollouts of 32 steps (1,024 rows), 10 passes of 4
+    minibatches, lr 1e-3, lambda 0.8, gamma 0.98 (the RL zoo's CartPole PPO uses the last three)."""
+    return PPOPreset(**process_layout(cores, envs_in_total=32), batch_size=256, reward_steps=1, gamma=0.98,
+                     lr=1e-3, clip_grad=0.5, adam_eps=1e-5, entropy_beta=0.0, value_weight=0.5,
+                     rollout_length=32, epochs=10, minibatches=4, gae_lambda=0.8)
+
+
+def rollout_rows(values: Mapping[str, Any]) -> int:
+    """Rows of one rollout: every env's ``rollout_length`` steps."""
+    return values["rollout_length"] * values["processes"] * values["envs_per_process"]
+
+
+def family_values(atari: bool, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset's values, with ``batch_size`` a rollout's rows over the minibatches of the
+    settings as given."""
+    values = dataclasses.asdict(atari_preset(CORES) if atari else vector_preset(CORES))
+    merged = {**values, **{name: value for name, value in given.items() if value is not None}}
+    values["batch_size"] = max(1, rollout_rows(merged) // merged["minibatches"])
+    return values

@@ -1,0 +1,140 @@
+"""PPO (--algo ppo): the rows its children send, a rollout put back in sequence order, the
+passes over it, its settings, and CartPole end to end through Trainer, a checkpoint, play and
+compute_action. The GAE, V-trace and loss arithmetic is in test_advantages and test_ppo_loss."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from a3c import ConfigError, Trainer
+from a3c.actor import VectorActor
+from a3c.algos.ppo.learner import PPOLearner, in_sequence_order
+from a3c.config import make_config
+from a3c.messages import Transitions
+from a3c.play import play
+from lib.envs import describe_env
+from lib.experience import NStepAccumulator, TransitionBatch
+from lib.models import build_net
+from tests.helpers import scalars
+
+
+def test_rows_carry_their_log_prob_env_and_whether_their_episode_ended():
+    accumulator = NStepAccumulator(2, 1, 0.9)
+    first, _ = accumulator.step(
+        np.array([[0.0], [10.0]]), np.array([0, 1]), np.array([1.0, 2.0]), np.array([False, False]),
+        np.array([False, True]), np.array([[1.0], [0.0]]), {"final_obs": [None, np.array([11.0])]},
+        next_values=np.array([5.0, 6.0]), final_values=np.array([0.0, 7.0]), log_probs=np.array([-0.1, -0.2]))
+    assert first.env_ids.tolist() == [0, 1] and first.ends.tolist() == [False, True]
+    assert first.log_probs.tolist() == pytest.approx([-0.1, -0.2])
+    # env 1 was truncated: it bootstraps from V(final observation)
+    assert first.last_values.tolist() == [5.0, 7.0] and first.dones.tolist() == [False, False]
+    second, _ = accumulator.step(
+        np.array([[1.0], [0.0]]), np.array([1, 0]), np.array([3.0, 4.0]), np.array([True, False]),
+        np.array([False, False]), np.array([[20.0], [1.0]]), {}, next_values=np.array([8.0, 9.0]),
+        log_probs=np.array([-0.3, -0.4]))
+    assert second.ends.tolist() == [True, False] and second.dones.tolist() == [True, False]
+    without, _ = NStepAccumulator(1, 1, 0.9).step(
+        np.zeros((1, 1)), np.array([0]), np.array([1.0]), np.array([False]), np.array([False]),
+        np.ones((1, 1)), {}, next_values=np.array([1.0]))
+    assert without.log_probs is None and without.env_ids is None and without.ends is None
+
+
+def test_the_actor_sends_the_log_prob_of_each_action_under_the_weights_that_chose_it():
+    net = build_net(describe_env("CartPole-v1"))
+    actor = VectorActor("CartPole-v1", 4, 1, 0.99, net, lambda: 0, seed=0, send_log_probs=True)
+    batch = actor.step().batch
+    actor.close()
+    with torch.no_grad():
+        logits, _ = net(torch.as_tensor(batch.states))
+    expected = torch.log_softmax(logits, dim=1)[torch.arange(4), torch.as_tensor(batch.actions)]
+    assert batch.log_probs == pytest.approx(expected.numpy(), abs=1e-6)
+    assert batch.env_ids.tolist() == [0, 1, 2, 3]
+
+
+def _rows(worker_rows: list[tuple[int, list[int], list[bool]]]) -> list[tuple[int, TransitionBatch]]:
+    """Messages of (worker, env ids, ends), each row's reward its arrival index."""
+    parts, arrived = [], 0
+    for worker, envs, ends in worker_rows:
+        count = len(envs)
+        parts.append((worker, TransitionBatch(
+            states=np.zeros((count, 4), np.float32), actions=np.zeros(count, np.int64),
+            rewards=np.arange(arrived, arrived + count, dtype=np.float32), dones=np.array(ends),
+            steps=np.ones(count, np.int64), last_values=np.zeros(count, np.float32),
+            policy_versions=np.zeros(count, np.int64), log_probs=np.full(count, np.log(0.5), np.float32),
+            env_ids=np.array(envs), ends=np.array(ends))))
+        arrived += count
+    return parts
+
+
+def test_a_rollout_is_put_back_in_each_workers_envs_order_and_chains_only_within_episodes():
+    # worker 1 and worker 0 interleave; worker 0's env 1 ends its episode at its first row
+    parts = _rows([(1, [0, 1], [False, False]), (0, [0, 1], [False, True]), (1, [0, 1], [False, False]),
+                   (0, [0, 1], [False, False])])
+    batch, continuing = in_sequence_order(parts)
+    # (worker 0, env 0): rows 2, 6; (0, 1): 3, 7; (1, 0): 0, 4; (1, 1): 1, 5
+    assert batch.rewards.tolist() == [2, 6, 3, 7, 0, 4, 1, 5]
+    assert continuing.tolist() == [True, False, False, False, True, False, True, False]
+
+
+def _learner(**settings) -> PPOLearner:
+    config = make_config(env="CartPole-v1", algo="ppo", processes=2, envs_per_process=2, **settings)
+    return PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64))
+
+
+def test_a_full_rollout_is_trained_on_in_epochs_of_minibatches_using_every_row_once_a_pass():
+    learner = _learner(rollout_length=3, epochs=3, minibatches=4)  # 12 rows
+    seen = []
+    step = learner._step
+    learner._step = lambda rollout, rows: seen.append(rows.tolist()) or step(rollout, rows)
+    messages = _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)])
+    results = [learner.consume(Transitions(worker, batch)) for worker, batch in messages]
+    assert all(result == [] for result in results[:-1]) and len(results[-1]) == 3 * 4
+    assert learner.policy_version == 12
+    for epoch in range(3):
+        rows = sorted(row for minibatch in seen[4 * epoch:4 * epoch + 4] for row in minibatch)
+        assert rows == list(range(12)) and all(len(minibatch) == 3 for minibatch in seen[4 * epoch:4 * epoch + 4])
+    stats = results[-1][0]
+    assert stats.policy_lag == 0.0 and stats.vtrace_rho is not None and stats.grad_norm > 0
+
+
+def test_without_vtrace_the_value_targets_are_the_gae_returns():
+    learner = _learner(rollout_length=2, vtrace=False)
+    rollout = learner.prepare(_rows([(0, [0, 1], [False, True]), (1, [0, 1], [True, False]),
+                                     (0, [0, 1], [False, False]), (1, [0, 1], [False, False])]))
+    assert rollout.vtrace_rho is None
+    assert torch.allclose(rollout.targets, rollout.advantages + rollout.old_values)
+    assert torch.allclose(rollout.behaviour_log_probs, torch.full((8,), float(np.log(0.5))))
+
+
+def test_ppo_settings_are_checked_in_one_line():
+    pong = make_config(env="PongNoFrameskip-v4", algo="ppo")
+    assert pong.batch_size == pong.rollout_length * pong.processes * pong.envs_per_process // pong.minibatches
+    assert pong.reward_steps == 1 and pong.heads == "shared" and pong.value_clip
+    with pytest.raises(ConfigError, match="--batch-size of --algo ppo is a rollout's"):
+        make_config(env="CartPole-v1", algo="ppo", batch_size=7)
+    with pytest.raises(ConfigError, match="--reward-steps of --algo ppo is 1"):
+        make_config(env="CartPole-v1", algo="ppo", reward_steps=4)
+    with pytest.raises(ConfigError, match="--minibatches 99 is more than a rollout's 8 rows"):
+        make_config(env="CartPole-v1", algo="ppo", rollout_length=1, processes=1, envs_per_process=8,
+                    minibatches=99)
+    with pytest.raises(ConfigError, match="--mode is a setting of --algo a3c, not of --algo ppo"):
+        make_config(env="CartPole-v1", algo="ppo", mode="grads")
+
+
+def test_ppo_solves_cartpole_and_its_checkpoint_restores_acts_and_plays(tmp_path):
+    with Trainer(env="CartPole-v1", algo="ppo", logdir=str(tmp_path), max_seconds=120,
+                 report_interval=0.5) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+        path = trainer.save()
+    assert result["reason"] == "solved", result
+    events = scalars(Path(result["run_dir"]))
+    for tag in ("loss/policy", "loss/value", "train/approx_kl", "train/clip_fraction", "train/explained_variance",
+                "train/vtrace_rho", "train/policy_lag", "train/policy_entropy"):
+        assert events.Scalars(tag), tag
+    restored = Trainer.restore(path)
+    assert restored.algorithm.name == "ppo" and restored.config.rollout_length == trainer.config.rollout_length
+    assert restored.compute_action(np.zeros(4, np.float32)) in (0, 1)
+    played = play(str(Path(result["run_dir"]) / "best.pt"), episodes=2, greedy=True)
+    assert min(episode.reward for episode in played) > 200  # a random policy's mean is about 22
