@@ -27,6 +27,7 @@ from a3c.messages import Gradients, SlotGradients, SlotTransitions, Transitions
 from lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
+    from a3c.algos.base import Algorithm
     from a3c.config import Config
     from lib.gradients import LossStats
 
@@ -51,20 +52,20 @@ class SlotLayout:
         return torch.zeros((self.slots, self.rows, *self.row_shape), dtype=dtype).share_memory_()
 
 
-def queue_capacity(config: Config, transitions_per_message: int) -> int:
+def queue_capacity(algorithm: Algorithm, config: Config) -> int:
     """Messages with arrays in flight over all children: ``--queue-size``, else enough for
-    two learner batches and two per child. Smaller and the learner waits on children that
-    wait on it: with fewer than a batch of transitions in flight, collecting and learning
-    take turns."""
+    the algorithm's ``rows_in_flight`` and two per child. Smaller and the learner waits on
+    children that wait on it: with fewer than a batch of transitions in flight, collecting
+    and learning take turns."""
     if config.queue_size:
         return config.queue_size
-    two_batches = -(-2 * config.batch_size // transitions_per_message)
-    return max(2 * config.processes, two_batches)
+    messages = -(-algorithm.rows_in_flight(config) // algorithm.transitions_per_message(config))
+    return max(2 * config.processes, messages)
 
 
-def slots_per_child(config: Config, transitions_per_message: int) -> int:
+def slots_per_child(algorithm: Algorithm, config: Config) -> int:
     """Messages with arrays one child may have in flight: its share of the queue, at least one."""
-    return max(1, -(-queue_capacity(config, transitions_per_message) // config.processes))
+    return max(1, -(-queue_capacity(algorithm, config) // config.processes))
 
 
 class ChildChannel:

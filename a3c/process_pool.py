@@ -67,7 +67,7 @@ class ProcessPool(WorkerPool):
         self._context = mp.get_context("spawn")
         self._args = (algorithm, config, net, version_counter)
         slot_layout = algorithm.slot_layout(config, env_info, net)
-        capacity = queue_capacity(config, algorithm.transitions_per_message(config))
+        capacity = queue_capacity(algorithm, config)
         self._queue_capacity = math.ceil(capacity / processes)
         self._queues: list = [None] * processes
         self._next_queue = 0

@@ -32,7 +32,7 @@ def block_steps(algorithm: Algorithm, config: Config) -> int:
     over ``BLOCKS_IN_FLIGHT`` blocks, so that the learner trains on transitions no older than
     with processes. Blocks of a whole batch each held four times that on CartPole with four
     actors, a policy lag of 6-8 optimizer steps against 2.5, and runs locked into one action."""
-    return max(1, slots_per_child(config, algorithm.transitions_per_message(config)) // BLOCKS_IN_FLIGHT)
+    return max(1, slots_per_child(algorithm, config) // BLOCKS_IN_FLIGHT)
 
 
 @dataclass

@@ -125,11 +125,11 @@ def test_default_queue_holds_two_learner_batches():
     a3c = get_algorithm("a3c")
 
     def capacity(config):
-        return queue_capacity(config, a3c.transitions_per_message(config))
+        return queue_capacity(a3c, config)
 
     one_child = parse_config(["-n", "q", "--processes", "1", "--envs-per-process", "32"])
     assert capacity(one_child) == 8  # 2 x 128 transitions in micro-batches of 32
-    assert slots_per_child(one_child, a3c.transitions_per_message(one_child)) == 8
+    assert slots_per_child(a3c, one_child) == 8
     many = parse_config(["-n", "q", "--processes", "8", "--envs-per-process", "64"])
     assert capacity(many) == 16  # two per child wins over 2 x 128 / 64 = 4
     grads = parse_config(["-n", "q", "--mode", "grads", "--processes", "1"])

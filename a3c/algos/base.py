@@ -143,6 +143,11 @@ class Algorithm:
         """About how many transitions one child message carries (sizes the queues)."""
         return config.envs_per_process
 
+    def rows_in_flight(self, config: Config) -> int:
+        """Transitions the children may have sent and the learner not yet taken: two
+        learner batches, so that collecting and learning overlap (sizes the queues)."""
+        return 2 * config.batch_size
+
     def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
         """The shared-memory slots of one child: room for the states of the most
         transitions one vector step can emit, and their last states if they travel."""
@@ -152,7 +157,7 @@ class Algorithm:
         if self.sends_last_states:
             rows *= 2
         return SlotLayout(env_info.observation_shape, env_info.observation_dtype, rows=rows,
-                          slots=slots_per_child(config, self.transitions_per_message(config)))
+                          slots=slots_per_child(self, config))
 
     def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         """The actions ``play`` and ``compute_action`` take given the net's first output."""

@@ -86,7 +86,7 @@ class A3C(ActorCritic):
 
         parameters = sum(parameter.numel() for parameter in net.parameters())
         return SlotLayout((parameters,), "float32", rows=1,
-                          slots=slots_per_child(config, self.transitions_per_message(config)))
+                          slots=slots_per_child(self, config))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> A3CLearner:

@@ -45,6 +45,11 @@ class PPO(ActorCritic):
         return f"ppo, rollouts of {config.rollout_length} steps x {config.epochs} epochs x " \
                f"{config.minibatches} minibatches"
 
+    def rows_in_flight(self, config: Config) -> int:
+        """A whole rollout: the children keep acting through the learner's passes over the
+        last one, as far as the next rollout."""
+        return rollout_rows(vars(config))
+
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {"send_log_probs": True}
 
