@@ -16,6 +16,7 @@ from torch import nn
 from lib.envs import make_vector_env
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from lib.models import evaluate, sample_actions
+from lib.multiagent import joint_transitions
 
 
 @dataclass
@@ -38,7 +39,9 @@ class VectorActor:
     sampling the policy) and ``send_last_states``: it bootstraps from the last states with
     its own networks at training time, so the actor's values are not sent. A rollout
     learner gives ``send_log_probs``: each row then carries its action's log-probability
-    under the logits that chose it, and the columns that put rows back into sequences.
+    under the logits that chose it, and the columns that put rows back into sequences. A
+    learner with a critic over every agent (MADDPG) gives ``joint_rows``: a multi-agent env's
+    rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -49,8 +52,9 @@ class VectorActor:
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
                  clip_rewards: bool = False,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
-                 send_last_states: bool = False, send_log_probs: bool = False):
+                 send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False):
         self.net = net
+        self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
         self.choose_actions = choose_actions
         self.send_last_states = send_last_states
@@ -58,7 +62,7 @@ class VectorActor:
         self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs)
-        self.accumulator = NStepAccumulator(num_envs, reward_steps, gamma,
+        self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards)
         self._observations, _ = self.envs.reset(seed=seed)
         self._logits_policy_version = policy_version()
@@ -90,6 +94,9 @@ class VectorActor:
             next_values=next_values, final_values=final_values, policy_version=policy_version,
             log_probs=log_probs,
         )
+        episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
+        if self.joint_rows and batch is not None:
+            batch = joint_transitions(batch, self.envs.agents)
         self._observations = next_observations
         return ActorStep(batch, episodes)
 

@@ -39,7 +39,11 @@ class RunSettings:
     """What every run has whatever its algorithm: names, budgets, the backend, checkpoints."""
 
     name: str = option("run name (names the TensorBoard run)", "a3c", short="-n")
-    env_id: str = option("gymnasium env id", "PongNoFrameskip-v4", flag="env")
+    env_id: str = option("gymnasium env id, or a multi-agent env: TwoStepGame or a PettingZoo "
+                         "parallel env's module (mpe2.simple_spread_v3)", "PongNoFrameskip-v4", flag="env")
+    policies: str = option("multi-agent envs: which policy acts for each agent: shared (one net, "
+                           "the agent's index in its input), per-agent, or AGENT=POLICY,...",
+                           "per-agent")
     algo: str = option("the algorithm (see the list above)", "a3c")
     stop_reward: float | None = option(
         "mean-100 reward that ends the run; default: the env spec's reward_threshold, 18 for Pong",
@@ -302,6 +306,8 @@ def validate(config: Config, family: EnvFamily) -> None:
                 raise ConfigError(f"--{name.replace('_', '-')} is for --backend ray")
     if config.ray_address is not None:
         parse_address(config.ray_address)
+    if config.policies != "per-agent" and not family.multiagent:
+        raise ConfigError(f"--policies is for multi-agent envs; {config.env_id} has one agent")
     get_algorithm(config.algo).check(config, family.atari)
 
 

@@ -24,7 +24,8 @@ class Transitions:
 
     @property
     def transitions(self) -> int:
-        return len(self.batch)
+        """Agent steps: a row each, or one per agent where a row holds every agent's (MADDPG)."""
+        return int(self.batch.actions.size)
 
 
 @dataclass

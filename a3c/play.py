@@ -98,11 +98,14 @@ def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarra
     return algorithm.play_actions(logits, greedy).cpu().numpy()
 
 
-def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, greedy: bool) -> int:
-    return int(policy_actions(net, algorithm, np.asarray(observation)[None], greedy)[0])
+def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, greedy: bool) -> int | np.ndarray:
+    """The action for one env observation: an int, or one per agent for a multi-agent env's
+    joint observation (``lib.multiagent.JointEnv``)."""
+    actions = policy_actions(net, algorithm, np.asarray(observation)[None], greedy)[0]
+    return int(actions) if actions.ndim == 0 else actions
 
 
-def play_episode(env: gym.Env, act: Callable[[np.ndarray], int], seed: int,
+def play_episode(env: gym.Env, act: Callable[[np.ndarray], int | np.ndarray], seed: int,
                  max_steps: int) -> EpisodePlayed:
     """One episode with ``act`` choosing each action from the raw observation."""
     observation, _ = env.reset(seed=seed)

@@ -11,6 +11,7 @@ from a3c.algos import get_algorithm
 from a3c.config import Config
 from a3c.settings import ConfigError
 from lib.envs import EnvError, EnvInfo, describe_env
+from lib.policies import PolicyMappingError, parse_policy_mapping
 
 
 def preflight(config: Config) -> EnvInfo:
@@ -19,6 +20,11 @@ def preflight(config: Config) -> EnvInfo:
         env_info = describe_env(config.env_id)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
+    if env_info.agents:
+        try:
+            parse_policy_mapping(config.policies, env_info.agents)
+        except PolicyMappingError as exc:
+            raise ConfigError(str(exc)) from exc
     get_algorithm(config.algo).preflight(config, env_info)
     if config.cuda:
         import torch

@@ -192,6 +192,6 @@ def start_run(config: Config, algorithm: Algorithm, shared: SharedNet, run_dir: 
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
     writer = SummaryWriter(str(run_dir))
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
-    rewards = RewardTracker(writer, config.stop_reward, recent_rewards)
+    rewards = RewardTracker(writer, config.stop_reward, recent_rewards, shared.env_info.agents)
     rewards.best_mean_reward = best
     return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)

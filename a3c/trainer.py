@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,18 @@ from a3c.algos import get_algorithm
 from a3c.backends import make_pool
 from a3c.callbacks import Callback
 from a3c.checkpoint import saved_algorithm
-from a3c.config import Config, env_goal, keyword, make_config, settings_of
+from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
 from a3c.learner import NonFiniteLoss
 from a3c.load import PROGRESS_FILE, LoadMeter
 from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
-from a3c.play import DEFAULT_MAX_STEPS, play_episode, policy_actions
+from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.pool import WorkerDied, WorkerPool
 from a3c.preflight import preflight
 from a3c.rollback import policy_locked
 from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
 from lib.envs import EnvInfo, make_env
+from lib.multiagent import agent_rows, env_agents, is_multiagent
+from lib.policies import mapping_setting
 from lib.trackers import MeanTracker, ProgressReporter
 
 GET_TIMEOUT_SECONDS = 1.0
@@ -60,7 +62,16 @@ class Trainer:
     """
 
     def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] = (),
-                 **settings: Any):
+                 policy_mapping: Callable[[str], str] | None = None, **settings: Any):
+        """``policy_mapping``, on a multi-agent env: the name of the policy that acts for
+        each agent id (agents mapped to one name share its net); the ``policies`` setting
+        in Python form."""
+        if policy_mapping is not None:
+            if settings.get("policies") is not None:
+                raise ConfigError("give policies or policy_mapping, not both")
+            if not is_multiagent(env):
+                raise ConfigError(f"policy_mapping is for multi-agent envs; {env} has one agent")
+            settings["policies"] = mapping_setting(policy_mapping, env_agents(env))
         self._setup(make_config(env=env, **settings), callbacks)
 
     @classmethod
@@ -190,14 +201,26 @@ class Trainer:
             Path(directory).mkdir(parents=True, exist_ok=True)
         return self._save("checkpoint.pt", None if directory is None else Path(directory))
 
-    def compute_action(self, observation: np.ndarray, greedy: bool = False) -> int:
-        """The action for one raw env observation, in this process (no child involved)."""
-        return int(self.compute_actions(np.asarray(observation)[None], greedy)[0])
+    def compute_action(self, observation: np.ndarray, greedy: bool = False,
+                       agent: str | None = None) -> int | np.ndarray:
+        """The action for one raw env observation, in this process (no child involved). On a
+        multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
+        action per agent for the joint observation that ``play`` steps."""
+        if agent is not None:
+            return self.compute_actions({agent: observation}, greedy)[agent]
+        return act_once(self.net, self.algorithm, observation, greedy)
 
-    def compute_actions(self, observations: np.ndarray, greedy: bool = False) -> np.ndarray:
+    def compute_actions(self, observations: np.ndarray | Mapping[str, np.ndarray],
+                        greedy: bool = False) -> np.ndarray | dict[str, int]:
         """Actions for a batch of raw env observations: sampled from the policy, or its
         most probable ones with ``greedy``; as the algorithm acts in play (a Q-network's
-        greedy ones always)."""
+        greedy ones always). On a multi-agent env, a dict of agents' observations gives a
+        dict of their actions, each from its agent's policy."""
+        if isinstance(observations, Mapping):
+            agents = self._shared.env_info.agents
+            rows = agent_rows(observations, agents)
+            actions = policy_actions(self.net, self.algorithm, rows, greedy)
+            return {agent: int(action) for agent, action in zip(observations, actions)}
         return policy_actions(self.net, self.algorithm, observations, greedy)
 
     def log_scalar(self, tag: str, value: float) -> None:
@@ -299,7 +322,8 @@ class Trainer:
         elif isinstance(message, EpisodeEnded):
             run.counters.episodes += 1
             best_before = run.rewards.best_mean_reward
-            if run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames):
+            if run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames,
+                                  message.episode.agent_rewards):
                 reason = "solved"
             if run.rewards.best_mean_reward != best_before:
                 run.offer_best()
@@ -328,7 +352,8 @@ class Trainer:
         if now >= self._next_best_check:
             self._next_best_check = now + BEST_CHECK_SECONDS
             self._save_best()
-        if self._progress.maybe_report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward):
+        if self._progress.maybe_report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward,
+                                       run.rewards.agent_means):
             self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                               self._pool.child_wait_seconds(), run.rewards.mean_reward)
             self._roll_back_if_locked()
@@ -405,7 +430,7 @@ class Trainer:
         for name, value in (getattr(stats, "diagnostics", None) or {}).items():
             self._run.writer.add_scalar(f"diagnostics/{name}", value, frame)
 
-    def _act_greedily(self, observation: np.ndarray) -> int:
+    def _act_greedily(self, observation: np.ndarray) -> int | np.ndarray:
         return self.compute_action(observation, greedy=True)
 
     def _result(self, step_means: _StepMeans, frames: int, seconds: float) -> dict[str, Any]:

@@ -262,6 +262,32 @@ def _ppo_section(ppo: dict) -> list[str]:
                              image=None)
 
 
+def multiagent_report(results: dict) -> str:
+    return "\n".join([*_header("Several agents in one env", results), *_multiagent_section(results["multiagent"])])
+
+
+def _multiagent_section(multiagent: dict) -> list[str]:
+    lines = ["### The two-step game: the team's mean-100 to 7.9 (the coordinated 8) within 50,000 env steps",
+             "", "Frames count each agent's step: 100,000 frames are 50,000 env steps.", "",
+             _row("algorithm", "seeds at 7.9", "frames to 7.9 (each solved seed)", "mean-100 at the end, per seed"),
+             _row("-", "-", "-", "-")]
+    for algo, runs in multiagent["two_step"].items():
+        solved = [run for run in runs if run["solved"]]
+        lines.append(_row(f"--algo {algo}", f"{len(solved)} of {len(runs)}",
+                          ", ".join(f"{run['frames']:,}" for run in solved) or "-",
+                          ", ".join(f"{run['final_mean_reward']:.2f}" for run in runs)))
+    spread = multiagent.get("spread")
+    if spread:
+        lines += ["", f"### {spread['env']} (3 agents): the team's return for the same frames", "",
+                  _row("algorithm", "frames", "wall seconds", "mean-100 at the end"), _row("-", "-", "-", "-")]
+        for algo, run in spread["runs"].items():
+            lines.append(_row(f"--algo {algo}", f"{run['frames']:,}", f"{run['wall_seconds']:.0f}",
+                              f"{run['curve'][-1][1]:.2f}"))
+        lines += [_row("random actions", "-", "-", f"{spread['random_team_return']:.2f}"), "",
+                  "![simple_spread curves](multiagent_spread.png)", ""]
+    return lines
+
+
 def _dqn_section(dqn: dict) -> list[str]:
     return _cartpole_section(dqn, "`--algo dqn` against SB3 DQN: CartPole-v1 to 475", "SB3 DQN (RL zoo)",
                              image=None)
@@ -328,6 +354,8 @@ def markdown_report(results: dict) -> str:
         lines += _dqn_section(results["dqn"])
     if "ppo" in results:
         lines += _ppo_section(results["ppo"])
+    if "multiagent" in results:
+        lines += _multiagent_section(results["multiagent"])
     if "solve" in results:
         lines += _solve_section(results["solve"])
     return "\n".join(lines)

@@ -38,10 +38,12 @@ import psutil
 
 from a3c.algos.a3c.settings import ATARI_PRESET, SMALL_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
+from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
     dqn_report,
     markdown_report,
+    multiagent_report,
     plot_cartpole,
     plot_solve,
     ppo_report,
@@ -287,11 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray"],
+                                           "ppo", "ray", "multiagent"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
-                             "PPO on CartPole), ray (Pong on --backend ray "
+                             "PPO on CartPole), multiagent (the two-step game for each algorithm, "
+                             "simple_spread for MADDPG and A3C), ray (Pong on --backend ray "
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) run only when named")
@@ -307,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2)")
+                        help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2); two-step "
+                             "game seeds (5)")
+    parser.add_argument("--spread-frames", type=int, default=3_000_000,
+                        help="multiagent: frames of each simple_spread run")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
     parser.add_argument("--preset", choices=["default", "small"], default="default",
                         help="probe and run Pong with this preset's net and layout")
@@ -391,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
             results["ppo"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "ppo"),
                                                  functools.partial(solve_sb3, algo="ppo"), peer_seconds=300.0)
         results["ppo"]["cpu_steal"] = steal.fraction
+    if "multiagent" in parts:
+        results["multiagent"] = {"two_step": two_step_game(list(range(args.seeds or 5))),
+                                 "spread": spread_curves(args.spread_frames)}
     if "ray" in parts:
         results["ray"] = backend_comparison(warmup, window, trainer_args)
         print("ray:", json.dumps(results["ray"]["costs"], indent=1), flush=True)
@@ -417,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
         if "ppo" in results:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
+        if "multiagent" in results:
+            (ROOT / "docs" / "multiagent_benchmark.md").write_text(multiagent_report(results))
+            plot_spread(results["multiagent"]["spread"], ROOT / "docs" / "multiagent_spread.png")
         if "ray" in results:
             (ROOT / "docs" / "ray_benchmark.md").write_text(ray_report(results))
         if parts - {"solve", "dqn", "ppo", "ray"}:

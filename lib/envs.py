@@ -21,6 +21,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
+from lib.multiagent import (
+    AgentSlots,
+    JointEnv,
+    MultiAgentEnvError,
+    agent_spaces,
+    is_multiagent,
+    make_parallel_env,
+    reward_threshold,
+)
+
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
 ATARI_SCREEN_SIZE = 84
@@ -67,6 +77,8 @@ def make_env(env_id: str, render_mode: str | None = None,
     sees every frame in colour rather than the net's 84x84 grey, frame-skipped view.
     The frame stack starts from zero frames, as the native vector env's does.
     """
+    if is_multiagent(env_id):
+        return JointEnv(env_id)
     kwargs = {} if render_mode is None else {"render_mode": render_mode}
     if not is_atari(env_id):
         env = gym.make(env_id, **kwargs)
@@ -91,7 +103,10 @@ def sync_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorE
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) -> VectorEnv:
     """The envs a child steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
-    fifth of the time of 16 separate envs), else ``sync_vector_env``."""
+    fifth of the time of 16 separate envs), else ``sync_vector_env``. A multi-agent env
+    gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
+    if is_multiagent(env_id):
+        return AgentSlots(env_id, num_envs)
     spec = _spec(env_id)
     if not is_atari(env_id):
         if spec.vector_entry_point is not None:
@@ -122,10 +137,13 @@ class EnvFamily:
     env_id: str
     atari: bool
     reward_threshold: float | None
+    multiagent: bool = False
 
 
 def env_family(env_id: str) -> EnvFamily:
     """The env's family and goal; EnvError for an unknown id."""
+    if is_multiagent(env_id):
+        return EnvFamily(env_id, False, reward_threshold(env_id), multiagent=True)
     spec = _spec(env_id)
     return EnvFamily(env_id, "ale_py" in str(spec.entry_point), spec.reward_threshold)
 
@@ -141,6 +159,9 @@ class EnvInfo:
     atari: bool
     frames_per_step: int
     reward_threshold: float | None
+    agents: tuple[str, ...] = ()
+    """A multi-agent env's agents, in order; each observation ends with the agent's one-hot
+    index among them (``lib.multiagent``)."""
 
     @property
     def frame_stack(self) -> int | None:
@@ -152,8 +173,11 @@ def describe_env(env_id: str) -> EnvInfo:
     """Build one env, check that the nets can take it, and report its shapes.
 
     Raises EnvError for unknown ids, non-discrete actions and observations that are
-    neither a flat vector nor Atari frames.
+    neither a flat vector nor Atari frames. A multi-agent env is described as one agent
+    sees it: its own observation and one-hot index, its actions.
     """
+    if is_multiagent(env_id):
+        return _describe_multiagent(env_id)
     atari = is_atari(env_id)
     env = make_env(env_id)
     try:
@@ -181,3 +205,16 @@ def describe_env(env_id: str) -> EnvInfo:
         frames_per_step=ATARI_FRAME_SKIP if atari else 1,
         reward_threshold=_spec(env_id).reward_threshold,
     )
+
+
+def _describe_multiagent(env_id: str) -> EnvInfo:
+    parallel_env = make_parallel_env(env_id)
+    try:
+        spaces = agent_spaces(env_id, parallel_env)
+    except MultiAgentEnvError as exc:
+        raise EnvError(str(exc)) from exc
+    finally:
+        parallel_env.close()
+    return EnvInfo(env_id=env_id, observation_shape=(spaces.observation_size + len(spaces.agents),),
+                   observation_dtype="float32", n_actions=spaces.n_actions, atari=False, frames_per_step=1,
+                   reward_threshold=reward_threshold(env_id), agents=spaces.agents)

@@ -87,10 +87,12 @@ class TransitionBatch:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """The undiscounted return and length (in env steps) of one finished episode."""
+    """The undiscounted return and length (in env steps) of one finished episode; in a
+    multi-agent env the team's return (the sum over agents) and each agent's."""
 
     reward: float
     length: int
+    agent_rewards: tuple[float, ...] = ()
 
 
 class NStepAccumulator:
@@ -99,6 +101,9 @@ class NStepAccumulator:
     With NEXT_STEP autoreset (gymnasium's numpy-vectorised classic-control envs) an env
     that ended returns its real final observation, and spends its next step on the reset:
     that step's action is ignored and its reward is 0, so the accumulator skips it.
+
+    A multi-agent vector env (``lib.multiagent.AgentSlots``) says in ``infos["active"]``
+    which slots acted: an agent that finished before its env's episode ended is skipped.
 
     With ``clip_rewards`` the transitions carry the sign of each reward (-1, 0 or 1), as
     Atari agents are trained, while finished episodes still report the game's own score.
@@ -147,8 +152,9 @@ class NStepAccumulator:
         with_values = next_values is not None
         emitted: list[tuple] = []
         episodes: list[EpisodeResult] = []
+        active = infos.get("active")
         for env_index, pending in enumerate(self._pending):
-            if self._resetting[env_index]:
+            if self._resetting[env_index] or (active is not None and not active[env_index]):
                 continue
             reward = float(rewards[env_index])
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward

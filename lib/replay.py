@@ -223,12 +223,13 @@ class ReplayBuffer:
     with probability p_i ** alpha / sum_j p_j ** alpha, and ``sample`` returns the
     importance-sampling weights (N * P(i)) ** -beta divided by the batch's largest.
     ``frame_stack`` says the observations are stacks of that many frames on their first
-    axis: each frame is then stored once (``FrameStore``).
+    axis: each frame is then stored once (``FrameStore``). ``agents`` > 0 stores joint rows of
+    a multi-agent env (MADDPG's): an action and a reward per agent.
     """
 
     def __init__(self, capacity: int, observation_shape: tuple[int, ...], observation_dtype: str,
                  alpha: float = 0.6, prioritized: bool = True, priority_eps: float = 1e-6,
-                 frame_stack: int | None = None):
+                 frame_stack: int | None = None, agents: int = 0):
         self.capacity = capacity
         self.alpha = alpha if prioritized else 0.0
         self.prioritized = prioritized and alpha > 0
@@ -240,8 +241,9 @@ class ReplayBuffer:
                 raise ValueError(f"observations {observation_shape} are not stacks of {frame_stack} frames")
             self.observations = FrameStore(capacity, observation_shape, observation_dtype,
                                            capacity + spare_frames(capacity))
-        self.actions = np.zeros(capacity, dtype=np.int64)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
+        per_agent = (capacity, agents) if agents else (capacity,)
+        self.actions = np.zeros(per_agent, dtype=np.int64)
+        self.rewards = np.zeros(per_agent, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=bool)
         self.steps = np.zeros(capacity, dtype=np.int64)
         self.priorities = SumTree(capacity)

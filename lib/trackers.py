@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, TextIO
 
 import numpy as np
@@ -20,12 +20,15 @@ class RewardTracker:
     """Finished-episode returns: logs each one and the mean of the last 100.
 
     ``record`` returns True once a full window of 100 episodes averages at least
-    ``stop_reward``; a mean over fewer episodes is logged but never ends a run.
+    ``stop_reward``; a mean over fewer episodes is logged but never ends a run. In a
+    multi-agent env the reward is the team's, and each of ``agents`` gets its own return and
+    mean of the last 100 (``episode/agent_reward/NAME``, ``episode/agent_reward_100/NAME``).
     """
 
     def __init__(self, writer: ScalarWriter, stop_reward: float | None,
-                 recent_rewards: Iterable[float] = ()):
+                 recent_rewards: Iterable[float] = (), agents: Sequence[str] = ()):
         self.writer = writer
+        self.agent_rewards = {agent: collections.deque(maxlen=MEAN_WINDOW) for agent in agents}
         self.stop_reward = stop_reward
         self.recent_rewards: collections.deque[float] = collections.deque(
             recent_rewards, maxlen=MEAN_WINDOW
@@ -42,7 +45,16 @@ class RewardTracker:
     def window_full(self) -> bool:
         return len(self.recent_rewards) == MEAN_WINDOW
 
-    def record(self, reward: float, length: int, frame: int) -> bool:
+    @property
+    def agent_means(self) -> dict[str, float]:
+        """Each agent's mean return over its last 100 episodes (none before the first)."""
+        return {agent: float(np.mean(window)) for agent, window in self.agent_rewards.items() if window}
+
+    def record(self, reward: float, length: int, frame: int, agent_rewards: Sequence[float] = ()) -> bool:
+        for (agent, window), agent_reward in zip(self.agent_rewards.items(), agent_rewards):
+            window.append(agent_reward)
+            self.writer.add_scalar(f"episode/agent_reward/{agent}", agent_reward, frame)
+            self.writer.add_scalar(f"episode/agent_reward_100/{agent}", float(np.mean(window)), frame)
         self.recent_rewards.append(reward)
         mean_reward = self.mean_reward
         self.writer.add_scalar("episode/reward", reward, frame)
@@ -91,8 +103,10 @@ class ProgressReporter:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None) -> bool:
-        """Print and log if ``interval`` seconds have passed since the last report; say so."""
+    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None,
+                     agent_means: Mapping[str, float] | None = None) -> bool:
+        """Print and log if ``interval`` seconds have passed since the last report; say so.
+        ``agent_means``: each agent's mean-100 in a multi-agent env, shown after the team's."""
         now = time.monotonic()
         if now - self._last_time < self.interval:
             return False
@@ -100,6 +114,8 @@ class ProgressReporter:
         self._last_time, self._last_frame = now, frame
         self.writer.add_scalar("speed/frames_per_second", speed, frame)
         mean_text = "n/a" if mean_reward is None else f"{mean_reward:.2f}"
+        if agent_means:
+            mean_text += " (" + ", ".join(f"{agent} {mean:.2f}" for agent, mean in agent_means.items()) + ")"
         print(
             f"frames {frame:,} | episodes {episodes:,} | mean-100 reward {mean_text} | "
             f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}",

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
-from a3c.algos.dqn.learner import QLearner, ReplaySteps
+from a3c.algos.dqn.learner import QLearner, QStepStats
+from a3c.algos.replay import ReplaySteps
 from a3c.checkpoint import load_checkpoint, save_checkpoint
 from a3c.messages import Transitions
 from a3c.play import play
@@ -101,7 +102,7 @@ def test_replay_steps_hold_the_replay_ratio_and_update_priorities_from_td_errors
                        target_sync=1000)
     replay = ReplayBuffer(100, (2,), "float32", alpha=1.0)
     steps = ReplaySteps(learner, replay, batch_size=8, replay_ratio=2.0, learning_starts=16,
-                        beta=0.4, beta_steps=10, seed=0)
+                        beta=0.4, beta_steps=10, seed=0, stats_type=QStepStats)
     assert steps.consume(Transitions(0, rows(10))) == []  # below learning_starts: stored only
     taken = steps.consume(Transitions(0, rows(10, 10)))  # 10 received since the start: 20 samples
     assert len(taken) == 2 and steps.sampled == 16 and learner.policy_version == 2
@@ -129,7 +130,7 @@ def test_each_sampled_slot_gets_its_td_error_to_the_alpha_as_priority_and_the_re
     replay = ReplayBuffer(40, (2,), "float32", alpha=0.6)
     learner = FixedTD()
     steps = ReplaySteps(learner, replay, batch_size=4, replay_ratio=0.5, learning_starts=8,
-                        beta=0.4, beta_steps=10, seed=0)
+                        beta=0.4, beta_steps=10, seed=0, stats_type=QStepStats)
     batch = rows(24)
     batch.rewards = np.arange(1.0, 25.0, dtype=np.float32)  # slot i holds reward i + 1
     steps.consume(Transitions(0, batch))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from a3c.algos.a3c import A3C
 from a3c.algos.base import Algorithm
 from a3c.algos.dqn import DQN
+from a3c.algos.maddpg import MADDPG
 from a3c.algos.ppo import PPO
 
-BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO())
+BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG())
 """The first is the default."""
 
 _REGISTRY: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in BUILT_IN}

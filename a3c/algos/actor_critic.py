@@ -55,7 +55,7 @@ class ActorCritic(Algorithm):
         if config.conv == "small" and not atari:
             raise ConfigError("--conv small is for the Atari net; vector observations use MLPs")
 
-    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+    def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.models import build_net
 
         return build_net(env_info, **self.saved_net_shape(settings))

@@ -124,7 +124,19 @@ class Algorithm:
 
     # acting
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        """The net from a run's settings: a Config's fields, or a checkpoint's ``config``."""
+        """The net from a run's settings (a Config's fields, or a checkpoint's ``config``):
+        ``build_policy_net``'s, or on a multi-agent env one of those per policy behind a
+        ``lib.policies.PolicyMap`` (``--policies``)."""
+        if not env_info.agents:
+            return self.build_policy_net(env_info, settings)
+        from lib.policies import PER_AGENT, PolicyMap, parse_policy_mapping
+
+        agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
+        nets = {name: self.build_policy_net(env_info, settings) for name in dict.fromkeys(agent_policies)}
+        return PolicyMap(nets, agent_policies)
+
+    def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        """One policy's net."""
         raise NotImplementedError
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
@@ -150,10 +162,11 @@ class Algorithm:
 
     def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
         """The shared-memory slots of one child: room for the states of the most
-        transitions one vector step can emit, and their last states if they travel."""
+        transitions one vector step can emit (each agent's, in a multi-agent env), and their
+        last states if they travel."""
         from a3c.channel import SlotLayout, slots_per_child
 
-        rows = config.envs_per_process * config.reward_steps
+        rows = config.envs_per_process * config.reward_steps * max(1, len(env_info.agents))
         if self.sends_last_states:
             rows *= 2
         return SlotLayout(env_info.observation_shape, env_info.observation_dtype, rows=rows,

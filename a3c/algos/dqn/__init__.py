@@ -58,7 +58,7 @@ class DQN(Algorithm):
             raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
                               f"memory and {available / 2**30:.1f} GiB are free")
 
-    def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+    def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.dqn import build_q_net
 
         return build_q_net(env_info, settings.get("dueling", True))

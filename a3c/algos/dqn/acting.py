@@ -22,8 +22,13 @@ def env_epsilons(config: Config) -> np.ndarray:
 
 def epsilon_greedy_chooser(config: Config, worker_id: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """How child ``worker_id`` chooses actions from Q-values: its envs take their share of
-    all envs' epsilons."""
+    all envs' epsilons (in a multi-agent env, every agent of an env its env's)."""
     envs = config.envs_per_process
     mine = torch.as_tensor(env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs],
                            dtype=torch.float32)
-    return partial(epsilon_greedy, epsilons=mine.to(config.device))
+    return partial(_per_env_epsilon_greedy, epsilons=mine.to(config.device))
+
+
+def _per_env_epsilon_greedy(q_values: torch.Tensor, epsilons: torch.Tensor) -> torch.Tensor:
+    """Epsilon-greedy where the rows are the envs, or each env's agents in turn."""
+    return epsilon_greedy(q_values, epsilons.repeat_interleave(len(q_values) // len(epsilons)))

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
+from a3c.algos.replay import ReplaySteps
 from a3c.learner import clip_and_step, make_adam, new_version_counter
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
@@ -113,54 +114,6 @@ class QLearner:
                 self.target_net.load_state_dict(self.net.state_dict())
 
 
-class ReplaySteps:
-    """Adds every transition received to the replay buffer and trains on samples of it.
-
-    The replay ratio (transitions sampled per transition received) is held by waiting: once
-    the learner has sampled ``replay_ratio`` times what it received, it takes no step until
-    more arrives; when it falls behind, the children wait on their bounded queues instead.
-    No step is taken before ``learning_starts`` transitions are stored. The
-    importance-sampling exponent beta rises linearly to 1 over ``beta_steps`` steps.
-    """
-
-    def __init__(self, learner: QLearner, replay: ReplayBuffer, batch_size: int, replay_ratio: float,
-                 learning_starts: int, beta: float, beta_steps: int, seed: int):
-        self.learner = learner
-        self.replay = replay
-        self.batch_size = batch_size
-        self.replay_ratio = replay_ratio
-        self.learning_starts = learning_starts
-        self.beta_start = beta
-        self.beta_steps = beta_steps
-        self.received = 0
-        self.sampled = 0
-        self.rng = np.random.default_rng(seed)
-
-    def beta(self) -> float:
-        progress = min(1.0, self.learner.policy_version / max(1, self.beta_steps))
-        return self.beta_start + (1.0 - self.beta_start) * progress
-
-    def consume(self, message: Transitions) -> list[QStepStats]:
-        self.replay.add(message.batch)
-        if len(self.replay) < self.learning_starts:
-            return []
-        self.received += len(message.batch)  # counted from the start of learning
-        steps = []
-        while self.sampled + self.batch_size <= self.replay_ratio * self.received:
-            beta = self.beta()
-            batch, slots, weights = self.replay.sample(self.batch_size, beta, self.rng)
-            figures, td_errors = self.learner.step(batch, weights)
-            self.replay.update_priorities(slots, td_errors)
-            self.sampled += self.batch_size
-            steps.append(QStepStats(
-                **figures, importance_weight=float(weights.mean()), beta=beta,
-                replay_size=len(self.replay),
-                priority_mean=self.replay.priorities.total / len(self.replay),
-                policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
-                if message.batch.policy_versions is not None else None))
-        return steps
-
-
 class DQNLearner:
     """The learner side of ``--algo dqn``; the replay buffer is made when the children start
     (a trainer that only acts or saves never allocates it)."""
@@ -196,7 +149,8 @@ class DQNLearner:
             print(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
                   f"learning waits for {config.learning_starts:,} transitions", flush=True)
         self.steps = ReplaySteps(self.learner, self.replay, config.batch_size, config.replay_ratio,
-                                 config.learning_starts, config.priority_beta, config.beta_steps, config.seed)
+                                 config.learning_starts, config.priority_beta, config.beta_steps, config.seed,
+                                 QStepStats)
         epsilons = env_epsilons(config)
         for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
             writer.add_scalar(f"train/epsilon_{name}", float(value), frame)

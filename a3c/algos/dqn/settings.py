@@ -4,23 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from a3c.algos.replay import ReplaySettings
 from a3c.settings import CORES, Preset, option, process_layout
 
 
 @dataclass(frozen=True)
-class DQNSettings:
+class DQNSettings(ReplaySettings):
     """The replay buffer, the target net, the Q-network's head and the actors' exploration."""
 
-    replay_size: int = option("dqn: transitions the replay buffer holds", None, at_least=1, family=True)
-    replay_ratio: float = option("dqn: transitions sampled per transition received; the learner "
-                                 "waits for data above it, the children for the learner below", None,
-                                 above=0.0, family=True)
-    learning_starts: int = option("dqn: transitions stored before the first step", None, at_least=1,
-                                  family=True)
     target_sync: int = option("dqn: optimizer steps between hard copies of the net to the target "
                               "net", None, at_least=1, family=True)
-    tau: float = option("dqn: Polyak weight of the target net's update every step instead of hard "
-                        "copies (0: hard copies)", 0.0, at_least=0.0, at_most=1.0)
     dueling: bool = option("dqn: a dueling head, V(s) + A(s, a) - mean A", True)
     double: bool = option("dqn: Double-DQN targets (the online net chooses, the target net "
                           "evaluates)", True)
@@ -55,10 +48,10 @@ def atari_preset(cores: int) -> Preset:
 
 
 VECTOR_REPLAY: dict[str, Any] = {"replay_size": 100_000, "replay_ratio": 4.0, "learning_starts": 1_000,
-                                 "target_sync": 250, "beta_steps": 20_000, "epsilon_base": 0.05}
+                                 "target_sync": 250, "tau": 0.0, "beta_steps": 20_000, "epsilon_base": 0.05}
 """The replay and exploration on vector observations: from the CartPole sweeps (docs/dqn.md)."""
 ATARI_REPLAY: dict[str, Any] = {"replay_size": 1_000_000, "replay_ratio": 2.0, "learning_starts": 20_000,
-                                "target_sync": 2_000, "beta_steps": 100_000, "epsilon_base": 0.4}
+                                "target_sync": 2_000, "tau": 0.0, "beta_steps": 100_000, "epsilon_base": 0.4}
 """On Atari: a million transitions (about 7 GB, frames stored once), Ape-X's epsilons, the
 target copied every 2,000 steps; two samples a transition, as the learner's steps on a CPU
 are few (docs/dqn.md, "Pong")."""

@@ -1,0 +1,158 @@
+"""MADDPG's learner: joint rows into a uniform replay buffer, then per sample one step of
+every agent's critic (towards r_i + gamma Q'_i(s', a') with the target actors' a') and of
+every actor (up the gradient of its agent's critic through a straight-through Gumbel-softmax
+action, the other agents' actions as taken), and Polyak-averaged target nets."""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from a3c.algos.replay import ReplaySteps
+from a3c.learner import NonFiniteLoss
+from lib.experience import TransitionBatch
+from lib.maddpg import (
+    MADDPGNet,
+    actor_joint_actions,
+    critic_targets,
+    straight_through_gumbel,
+    target_actions,
+)
+from lib.replay import ReplayBuffer
+
+if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
+    from a3c.config import Config
+    from a3c.messages import Transitions
+    from lib.envs import EnvInfo
+
+LOGIT_PENALTY = 1e-3
+"""Weight of the actors' mean squared logits (the reference code's), which keeps the
+straight-through actions from saturating."""
+
+
+@dataclass
+class MADDPGStepStats:
+    """Scalars worth logging about one MADDPG step (sums over agents of the losses)."""
+
+    loss_critic: float
+    loss_actor: float
+    q_values: float
+    td_error: float
+    grad_norm: float
+    """Of the actors' gradient, before the clip."""
+    grad_norm_critic: float
+    importance_weight: float
+    beta: float
+    replay_size: int
+    priority_mean: float
+    policy_lag: float | None = None
+
+
+class MADDPGUpdate:
+    """The nets' optimizer step on one joint batch: Adam over actors and critics (one
+    parameter group each, clipped apart), the targets following by Polyak averaging."""
+
+    def __init__(self, net: MADDPGNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
+                 temperature: float, device: torch.device | str, version_counter: torch.Tensor):
+        self.net = net
+        self.target_net = copy.deepcopy(net)
+        for parameter in self.target_net.parameters():
+            parameter.requires_grad_(False)
+        self.actor_parameters = list(net.actors.parameters())
+        self.critic_parameters = list(net.critics.parameters())
+        self.optimizer = torch.optim.Adam([{"params": self.actor_parameters}, {"params": self.critic_parameters}],
+                                          lr=lr, eps=adam_eps)
+        self.clip_grad, self.gamma, self.tau, self.temperature = clip_grad, gamma, tau, temperature
+        self.device = device
+        self.version_counter = version_counter
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.version_counter)
+
+    def targets(self, batch: TransitionBatch) -> torch.Tensor:
+        """y (N, agents) of the critics, without gradient."""
+        with torch.no_grad():
+            next_observations = torch.as_tensor(batch.last_states, device=self.device)
+            next_q = self.target_net.q_values(next_observations, target_actions(self.target_net, next_observations))
+            return critic_targets(torch.as_tensor(batch.rewards, device=self.device),
+                                  torch.as_tensor(batch.dones, device=self.device), next_q, self.gamma)
+
+    def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+        net = self.net
+        observations = torch.as_tensor(batch.states, device=self.device)
+        taken = F.one_hot(torch.as_tensor(batch.actions, device=self.device), net.n_actions).float()
+        targets = self.targets(batch)
+        q_values = net.q_values(observations, taken)
+        loss_critic = (q_values - targets).pow(2).mean(dim=0).sum()
+        logits, _ = net(observations)
+        own = straight_through_gumbel(logits, self.temperature)
+        loss_actor = LOGIT_PENALTY * logits.pow(2).mean() - sum(
+            net.q_value(agent, observations, actor_joint_actions(taken, agent, own[:, agent])).mean()
+            for agent in range(net.agents))
+        critic_grads = torch.autograd.grad(loss_critic, self.critic_parameters)
+        actor_grads = torch.autograd.grad(loss_actor, self.actor_parameters)
+        for parameter, grad in zip([*self.critic_parameters, *self.actor_parameters], [*critic_grads, *actor_grads]):
+            parameter.grad = grad
+        norm_critic = float(torch.nn.utils.clip_grad_norm_(self.critic_parameters, self.clip_grad))
+        norm_actor = float(torch.nn.utils.clip_grad_norm_(self.actor_parameters, self.clip_grad))
+        losses = (float(loss_critic.detach()), float(loss_actor.detach()))
+        if not all(math.isfinite(value) for value in (*losses, norm_critic, norm_actor)):
+            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: losses {losses}, "
+                                f"gradient norms {norm_actor}, {norm_critic}")
+        self.optimizer.step()
+        self.version_counter += 1
+        with torch.no_grad():
+            for target, online in zip(self.target_net.parameters(), net.parameters()):
+                target.lerp_(online, self.tau)
+        td_errors = (targets - q_values.detach()).abs().mean(dim=1)
+        figures = {"loss_critic": losses[0], "loss_actor": losses[1], "q_values": float(q_values.detach().mean()),
+                   "td_error": float(td_errors.mean()), "grad_norm": norm_actor, "grad_norm_critic": norm_critic}
+        return figures, td_errors.cpu().numpy()
+
+
+class MADDPGLearner:
+    """The learner side of ``--algo maddpg``; the replay buffer is made when the children start."""
+
+    stats_type = MADDPGStepStats
+
+    def __init__(self, config: Config, net: MADDPGNet, version_counter: torch.Tensor, env_info: EnvInfo):
+        self.config = config
+        self.env_info = env_info
+        self.update = MADDPGUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma, config.tau,
+                                   config.gumbel_temperature, torch.device(config.device), version_counter)
+        self.net = net
+        self.optimizer = self.update.optimizer
+        self.steps: ReplaySteps | None = None
+
+    @property
+    def policy_version(self) -> int:
+        return self.update.policy_version
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+        """A uniform replay buffer of joint rows; a resumed run refills it."""
+        config, agents = self.config, len(self.env_info.agents)
+        replay = ReplayBuffer(config.replay_size, (agents, *self.env_info.observation_shape),
+                              self.env_info.observation_dtype, prioritized=False, agents=agents)
+        self.steps = ReplaySteps(self.update, replay, config.batch_size, config.replay_ratio, config.learning_starts,
+                                 beta=1.0, beta_steps=1, seed=config.seed, stats_type=MADDPGStepStats)
+
+    def consume(self, message: Transitions) -> list[MADDPGStepStats]:
+        return self.steps.consume(message)
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Nothing beyond each step's figures."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        return {"target_model": self.update.target_net.state_dict()}
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        if "target_model" in state:
+            self.update.target_net.load_state_dict(state["target_model"])

@@ -1,0 +1,95 @@
+"""MADDPG's parts (Lowe et al. 2017, discrete actions): decentralised actors, a centralised
+critic per agent over every agent's observation and action, the straight-through
+Gumbel-softmax that lets a critic's gradient reach a discrete actor, and the targets.
+
+Joint tensors are laid out agents second: observations (N, agents, size), actions as one-hot
+(N, agents, n_actions), rewards (N, agents).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.policies import PolicyMap
+
+HIDDEN = 64
+"""Units of each of the two hidden layers of actors and critics (the paper's)."""
+
+
+def mlp(inputs: int, outputs: int, hidden: int = HIDDEN) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, outputs))
+
+
+class Actor(nn.Module):
+    """An agent's policy: logits from its own observation. Returns (logits, zeros) so that it
+    acts like the actor-critic nets (``lib.models.evaluate``)."""
+
+    def __init__(self, observation_size: int, n_actions: int):
+        super().__init__()
+        self.policy = mlp(observation_size, n_actions)
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.policy(observations.float())
+        return logits, logits.new_zeros(logits.shape[:-1])
+
+
+class MADDPGNet(nn.Module):
+    """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them) and one critic
+    per agent, Q_i(every observation, every action). ``forward`` is the actors': what the
+    children act with."""
+
+    def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str]):
+        super().__init__()
+        agents = len(agent_policies)
+        self.agents, self.n_actions = agents, n_actions
+        self.actors = PolicyMap({name: Actor(observation_size, n_actions) for name in dict.fromkeys(agent_policies)},
+                                agent_policies)
+        self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1) for _ in range(agents))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.actors(observations)
+
+    def q_values(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Every agent's Q (N, agents) of joint observations (N, agents, size) and one-hot
+        actions (N, agents, n_actions)."""
+        joint = torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
+        return torch.cat([critic(joint) for critic in self.critics], dim=1)
+
+    def q_value(self, agent: int, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Agent ``agent``'s Q (N,)."""
+        joint = torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
+        return self.critics[agent](joint).squeeze(1)
+
+
+def straight_through_gumbel(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """A one-hot sample of softmax(logits) whose gradient is that of the relaxed sample
+    softmax((logits + Gumbel noise) / temperature): the forward pass acts, the backward pass
+    passes the critic's gradient to the logits."""
+    gumbels = -torch.empty_like(logits).exponential_().log()
+    relaxed = F.softmax((logits + gumbels) / temperature, dim=-1)
+    hard = F.one_hot(relaxed.argmax(dim=-1), logits.shape[-1]).to(relaxed.dtype)
+    return hard + relaxed - relaxed.detach()
+
+
+def critic_targets(rewards: torch.Tensor, dones: torch.Tensor, next_q: torch.Tensor,
+                   gamma: float) -> torch.Tensor:
+    """y_i = r_i + gamma * Q'_i(s', a') where the episode did not terminate, per agent: rewards
+    and next_q (N, agents), dones (N,)."""
+    return rewards + gamma * (~dones).unsqueeze(1).to(next_q.dtype) * next_q
+
+
+def target_actions(target_net: MADDPGNet, next_observations: torch.Tensor) -> torch.Tensor:
+    """a' of the targets: each target actor's most probable action, one-hot (N, agents, n)."""
+    logits, _ = target_net(next_observations)
+    return F.one_hot(logits.argmax(dim=-1), target_net.n_actions).float()
+
+
+def actor_joint_actions(taken: torch.Tensor, agent: int, own: torch.Tensor) -> torch.Tensor:
+    """The joint one-hot actions of the actor update for ``agent``: the others' as taken
+    (from the replay), its own ``own`` (straight-through, so its gradient flows)."""
+    mask = F.one_hot(torch.tensor(agent), taken.shape[1]).to(taken.dtype)[None, :, None]
+    return taken * (1 - mask) + own.unsqueeze(1) * mask
