@@ -194,10 +194,12 @@ class JointEnv(gym.Env):
         self.action_space = gym.spaces.MultiDiscrete([self.spaces.n_actions] * count)
         self._active = np.zeros(count, dtype=bool)
 
-    def _joint(self, observations: dict[str, np.ndarray]) -> np.ndarray:
+    def _joint(self, observations: dict[str, np.ndarray], acted: np.ndarray) -> np.ndarray:
+        """The agents that ``acted`` observe what the env gave them (a final observation,
+        for one that has just finished); the others zeros."""
         joint = np.zeros((len(self.spaces.agents), self.spaces.observation_size), np.float32)
         for index, agent in enumerate(self.spaces.agents):
-            if self._active[index] and agent in observations:
+            if acted[index] and agent in observations:
                 joint[index] = observations[agent]
         return with_agent_index(joint)
 
@@ -205,7 +207,7 @@ class JointEnv(gym.Env):
         super().reset(seed=seed)
         observations, _ = self.parallel_env.reset(seed=seed, options=options)
         self._active[:] = True
-        return self._joint(observations), {}
+        return self._joint(observations, self._active), {}
 
     def step(self, action: Sequence[int]) -> tuple[np.ndarray, float, bool, bool, dict]:
         agents = self.spaces.agents
@@ -217,7 +219,7 @@ class JointEnv(gym.Env):
         truncated = np.array([bool(truncations.get(agent, False)) for agent in agents])
         done = active & (terminated | truncated)
         self._active &= ~done
-        joint = self._joint(observations)
+        joint = self._joint(observations, active)
         over = not self._active.any() or not self.parallel_env.agents
         info = {"agent_rewards": agent_rewards, "agent_done": done, "active": active,
                 "agent_truncated": active & truncated & ~terminated}
