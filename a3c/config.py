@@ -44,7 +44,7 @@ class RunSettings:
     policies: str = option("multi-agent envs: which policy acts for each agent: shared (one net, "
                            "the agent's index in its input), per-agent, or AGENT=POLICY,...",
                            "per-agent")
-    algo: str = option("the algorithm (see the list above)", "a3c")
+    algo: str = option("the algorithm (see the list above)", BUILT_IN[0].name)
     stop_reward: float | None = option(
         "mean-100 reward that ends the run; default: the env spec's reward_threshold, 18 for Pong",
         None, family=True)

@@ -431,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
             plot_spread(results["multiagent"]["spread"], ROOT / "docs" / "multiagent_spread.png")
         if "ray" in results:
             (ROOT / "docs" / "ray_benchmark.md").write_text(ray_report(results))
-        if parts - {"solve", "dqn", "ppo", "ray"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
-                {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray")}))
+                {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")
     return 0
 
