@@ -5,6 +5,10 @@ transition received (the replay ratio; for A3C, the batch over the transitions e
 consumes).
 
     python -m benchmarks.curve runs/RUN --every 600 --png docs/dqn_pong.png
+    python -m benchmarks.curve runs/PPO_SEED0 runs/PPO_SEED1 --png docs/ppo_pong.png --beside docs/pong_solve.json
+
+With several runs the table is the first's; ``--beside`` draws a solve benchmark's runs
+(A3C's) on the same axes.
 """
 from __future__ import annotations
 
@@ -18,7 +22,18 @@ from benchmarks.report import plot_solve
 
 
 def progress_records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / PROGRESS_FILE).read_text().splitlines() if line.strip()]
+    """The run's progress records; where a ``--resume`` started its clock again, the seconds
+    go on from where the earlier part stopped."""
+    records, offset, last = [], 0.0, 0.0
+    for line in (run_dir / PROGRESS_FILE).read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record["seconds"] + offset < last:
+                offset = last
+            record["seconds"] += offset
+            last = record["seconds"]
+            records.append(record)
+    return records
 
 
 def interval_rows(records: list[dict], every: float, batch_size: int) -> list[dict]:
@@ -53,22 +68,34 @@ def interval_table(records: list[dict], every: float, batch_size: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dirs", type=Path, nargs="+")
     parser.add_argument("--every", type=float, default=600.0, help="seconds per table row")
-    parser.add_argument("--png", type=Path, default=None, help="write the curve here")
+    parser.add_argument("--png", type=Path, default=None, help="write the curves here")
     parser.add_argument("--goal", type=float, default=18.0, help="the line drawn across the plot")
     parser.add_argument("--json", type=Path, default=None, help="write the table's rows here as JSON")
+    parser.add_argument("--beside", type=Path, default=None, metavar="JSON",
+                        help="a solve benchmark's result (docs/pong_solve.json): its runs are drawn too")
     args = parser.parse_args(argv)
-    records = progress_records(args.run_dir)
-    config = read_checkpoint(str(args.run_dir / "checkpoint.pt"))["config"]
-    print(interval_table(records, args.every, config["batch_size"]))
-    if args.json is not None:
-        rows = interval_rows(records, args.every, config["batch_size"])
-        args.json.write_text(json.dumps({"env_id": config["env_id"], "seed": config["seed"], "rows": rows},
-                                        indent=1) + "\n")
-    if args.png is not None:
+    runs = []
+    for run_dir in args.run_dirs:
+        records = progress_records(run_dir)
+        config = read_checkpoint(str(run_dir / "checkpoint.pt"))["config"]
         curve = [(record["seconds"], record["frames"], record["mean_reward_100"]) for record in records]
-        plot_solve({"goal": args.goal, "ours": [{"seed": config["seed"], "curve": curve}]}, args.png)
+        runs.append({"seed": config["seed"], "label": f"--algo {config.get('algo', 'a3c')}, seed {config['seed']}",
+                     "curve": curve, "records": records, "config": config})
+    first = runs[0]
+    print(interval_table(first["records"], args.every, first["config"]["batch_size"]))
+    if args.json is not None:
+        rows = interval_rows(first["records"], args.every, first["config"]["batch_size"])
+        args.json.write_text(json.dumps({"env_id": first["config"]["env_id"], "seed": first["config"]["seed"],
+                                         "rows": rows}, indent=1) + "\n")
+    if args.png is not None:
+        drawn = [{key: run[key] for key in ("seed", "label", "curve")} for run in runs]
+        if args.beside is not None:
+            solve = json.loads(args.beside.read_text())
+            drawn += [{"seed": run["seed"], "label": f"--algo a3c, seed {run['seed']} ({args.beside.name})",
+                       "curve": run["curve"]} for run in solve["ours"]]
+        plot_solve({"goal": args.goal, "ours": drawn}, args.png)
     return 0
 
 

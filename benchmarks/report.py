@@ -186,14 +186,15 @@ def _solve_section(solve: dict) -> list[str]:
 
 
 def plot_solve(solve: dict, path: Path) -> None:
-    """Mean-100 reward against wall minutes (left) and env frames (right), a line a run."""
+    """Mean-100 reward against wall minutes (left) and env frames (right), a line a run (named
+    by its ``label``, else its seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, (by_time, by_frames) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    runs = [(f"seed {run['seed']}", "-", run) for run in solve["ours"]]
+    runs = [(run.get("label", f"seed {run['seed']}"), "-", run) for run in solve["ours"]]
     if "sb3" in solve:
         runs.append(("SB3 A2C (RL zoo)", "--", solve["sb3"]))
     for label, style, run in runs:
