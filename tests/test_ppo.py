@@ -77,9 +77,9 @@ def test_a_rollout_is_put_back_in_each_workers_envs_order_and_chains_only_within
     assert continuing.tolist() == [True, False, False, False, True, False, True, False]
 
 
-def _learner(**settings) -> PPOLearner:
+def _learner(agents: int = 1, **settings) -> PPOLearner:
     config = make_config(env="CartPole-v1", algo="ppo", processes=2, envs_per_process=2, **settings)
-    return PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64))
+    return PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64), agents)
 
 
 def test_a_full_rollout_is_trained_on_in_epochs_of_minibatches_using_every_row_once_a_pass():
@@ -96,6 +96,13 @@ def test_a_full_rollout_is_trained_on_in_epochs_of_minibatches_using_every_row_o
         assert rows == list(range(12)) and all(len(minibatch) == 3 for minibatch in seen[4 * epoch:4 * epoch + 4])
     stats = results[-1][0]
     assert stats.policy_lag == 0.0 and stats.vtrace_rho is not None and stats.grad_norm > 0
+
+
+def test_with_several_agents_a_rollout_waits_for_every_agents_steps():
+    learner = _learner(agents=2, rollout_length=3, epochs=1, minibatches=2)  # 2 x 12 rows
+    messages = _rows([(worker, [0, 1, 2, 3], [False] * 4) for _ in range(3) for worker in (0, 1)])
+    results = [learner.consume(Transitions(worker, batch)) for worker, batch in messages]
+    assert all(result == [] for result in results[:-1]) and len(results[-1]) == 2
 
 
 def test_without_vtrace_the_value_targets_are_the_gae_returns():

@@ -78,17 +78,18 @@ def in_sequence_order(parts: list[tuple[int, TransitionBatch]]) -> tuple[Transit
 
 
 class PPOLearner:
-    """Owns the optimizer; ``consume`` holds rows until a rollout is full, then trains on it."""
+    """Owns the optimizer; ``consume`` holds rows until a rollout is full (``--rollout-length``
+    steps of every env, and of each agent of a multi-agent env), then trains on it."""
 
     stats_type = PPOStepStats
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor):
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1):
         self.net = net
         self.config = config
         self.optimizer = make_adam(net, config.lr, config.adam_eps)
         self.version_counter = version_counter
         self.device = torch.device(config.device)
-        self.rows = config.rollout_length * config.processes * config.envs_per_process
+        self.rows = config.rollout_length * config.processes * config.envs_per_process * agents
         self.loss_settings = PPOLossSettings(config.clip_range, config.value_clip, config.entropy_beta,
                                              config.value_weight)
         self.generator = np.random.default_rng(config.seed)
