@@ -42,7 +42,7 @@ from a3c.rollback import policy_locked
 from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
 from lib.envs import EnvInfo, make_env
 from lib.multiagent import agent_rows, env_agents, is_multiagent
-from lib.policies import mapping_setting
+from lib.policies import PolicyMappingError, mapping_setting
 from lib.trackers import MeanTracker, ProgressReporter
 
 GET_TIMEOUT_SECONDS = 1.0
@@ -71,7 +71,10 @@ class Trainer:
                 raise ConfigError("give policies or policy_mapping, not both")
             if not is_multiagent(env):
                 raise ConfigError(f"policy_mapping is for multi-agent envs; {env} has one agent")
-            settings["policies"] = mapping_setting(policy_mapping, env_agents(env))
+            try:
+                settings["policies"] = mapping_setting(policy_mapping, env_agents(env))
+            except PolicyMappingError as exc:
+                raise ConfigError(str(exc)) from exc
         self._setup(make_config(env=env, **settings), callbacks)
 
     @classmethod

@@ -45,7 +45,12 @@ def parse_policy_mapping(policies: str, agents: Sequence[str]) -> tuple[str, ...
 
 def mapping_setting(policy_mapping: Callable[[str], str], agents: Sequence[str]) -> str:
     """The ``--policies`` value of a Python mapping from agent id to policy name."""
-    return ",".join(f"{agent}={policy_mapping(agent)}" for agent in agents)
+    names = {agent: str(policy_mapping(agent)) for agent in agents}
+    for agent, name in names.items():
+        if not name.strip() or "," in name or "=" in name:
+            raise PolicyMappingError(f"policy_mapping({agent!r}) gave {name!r}; a policy name needs a "
+                                     f"character and neither ',' nor '='")
+    return ",".join(f"{agent}={name}" for agent, name in names.items())
 
 
 class PolicyMap(nn.Module):

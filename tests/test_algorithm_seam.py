@@ -88,7 +88,7 @@ class Reinforce(Algorithm):
         if atari:
             raise ConfigError("--algo reinforce is for vector observations")
 
-    def build_net(self, env_info, settings: Mapping[str, Any]) -> nn.Module:
+    def build_policy_net(self, env_info, settings: Mapping[str, Any]) -> nn.Module:
         return build_net(env_info)
 
     def make_learner(self, config, net, version_counter, env_info) -> ReinforceLearner:

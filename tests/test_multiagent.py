@@ -254,6 +254,8 @@ def test_multiagent_settings_are_refused_where_they_cannot_work():
         Trainer(TWO_STEP_GAME, policies="agent_0=x")
     with pytest.raises(ConfigError, match="policy_mapping is for multi-agent envs"):
         Trainer("CartPole-v1", policy_mapping=lambda agent: "x")
+    with pytest.raises(ConfigError, match="neither ',' nor '='"):
+        Trainer(TWO_STEP_GAME, policy_mapping=lambda agent: "a,b")
 
 
 def test_two_policies_survive_a_checkpoint_and_act_per_agent(tmp_path):
