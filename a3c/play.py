@@ -25,6 +25,7 @@ from a3c.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
 from lib.envs import EnvError, describe_env, make_env
 from lib.models import evaluate
+from lib.multiagent import is_multiagent
 
 DEFAULT_MAX_STEPS = 27_000
 """Agent steps per episode: 108,000 Atari frames, the usual 30-minute evaluation cap."""
@@ -75,6 +76,8 @@ def load_policy(path: str) -> tuple[str, Algorithm, nn.Module]:
 def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
     if record_dir is None:
         return make_env(env_id)
+    if is_multiagent(env_id):
+        raise PlayError(f"--record is for single-agent envs; {env_id} has several agents")
     try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
         import moviepy  # noqa: F401
         import pygame  # noqa: F401

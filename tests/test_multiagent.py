@@ -12,7 +12,7 @@ from torch import nn
 
 from a3c.algos.maddpg.learner import MADDPGUpdate
 from a3c.config import ConfigError
-from a3c.play import play
+from a3c.play import PlayError, play
 from a3c.trainer import Trainer
 from lib.envs import EnvError, describe_env
 from lib.experience import NStepAccumulator, TransitionBatch
@@ -275,6 +275,8 @@ def test_two_policies_survive_a_checkpoint_and_act_per_agent(tmp_path):
     with pytest.raises(ValueError, match="no agent 'agent_9'"):
         restored.compute_action(own["agent_1"], agent="agent_9")
     assert [episode.length for episode in play(str(path), episodes=2)] == [2, 2]
+    with pytest.raises(PlayError, match="--record is for single-agent envs"):
+        play(str(path), episodes=1, record_dir=str(tmp_path / "videos"))
 
 
 def test_maddpg_reaches_the_coordinated_optimum_of_the_two_step_game(tmp_path):
