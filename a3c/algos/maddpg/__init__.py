@@ -31,6 +31,11 @@ class MADDPG(Algorithm):
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         return dict(PRESET)
 
+    def defaults_help(self, name: str) -> str | None:
+        """One value: MADDPG runs on vector observations only."""
+        value = PRESET.get(name)
+        return None if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
     def check(self, config: Config, atari: bool) -> None:
         if atari:
             raise ConfigError("--algo maddpg is for multi-agent envs with vector observations")
