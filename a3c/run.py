@@ -153,9 +153,12 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
     if config.resume is not None:
         if restored is None:
             restored = read_checkpoint(config.resume, device)
+        saved = restored.get("config", {})
+        shape = algorithm.saved_net_shape(saved)
+        if env_info.agents:  # the policies shape a multi-agent net too
+            shape = {**shape, "policies": saved.get("policies") or "per-agent"}
         try:
-            check_matches(restored, config.env_id, config.algo, net,
-                          algorithm.saved_net_shape(restored.get("config", {})))
+            check_matches(restored, config.env_id, config.algo, net, shape)
         except CheckpointError as exc:
             raise ConfigError(f"--resume: {exc}") from exc
         net.load_state_dict(restored["model"])

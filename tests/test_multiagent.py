@@ -275,6 +275,8 @@ def test_two_policies_survive_a_checkpoint_and_act_per_agent(tmp_path):
     with pytest.raises(ValueError, match="no agent 'agent_9'"):
         restored.compute_action(own["agent_1"], agent="agent_9")
     assert [episode.length for episode in play(str(path), episodes=2)] == [2, 2]
+    with pytest.raises(ConfigError, match=r"--policies agent_0=policy_0,agent_1=policy_1\)"):
+        Trainer(TWO_STEP_GAME, resume=str(path), logdir=str(tmp_path))
     with pytest.raises(PlayError, match="--record is for single-agent envs"):
         play(str(path), episodes=1, record_dir=str(tmp_path / "videos"))
 
