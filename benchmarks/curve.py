@@ -7,7 +7,8 @@ consumes).
     python -m benchmarks.curve runs/RUN --every 600 --png docs/dqn_pong.png
     python -m benchmarks.curve runs/PPO_SEED0 runs/PPO_SEED1 --png docs/ppo_pong.png --beside docs/pong_solve.json
 
-With several runs the table is the first's; ``--beside`` draws a solve benchmark's runs
+With several runs the printed table is the first's (``--json`` has every run's);
+``--beside`` draws a solve benchmark's runs
 (A3C's) on the same axes.
 """
 from __future__ import annotations
@@ -73,22 +74,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--png", type=Path, default=None, help="write the curves here")
     parser.add_argument("--goal", type=float, default=18.0, help="the line drawn across the plot")
     parser.add_argument("--json", type=Path, default=None, help="write the table's rows here as JSON")
+    parser.add_argument("--label", action="append", default=None,
+                        help="the legend of each run, in order (default: its algorithm and seed)")
     parser.add_argument("--beside", type=Path, default=None, metavar="JSON",
                         help="a solve benchmark's result (docs/pong_solve.json): its runs are drawn too")
     args = parser.parse_args(argv)
+    if args.label is not None and len(args.label) != len(args.run_dirs):
+        parser.error(f"{len(args.label)} --label for {len(args.run_dirs)} runs")
     runs = []
-    for run_dir in args.run_dirs:
+    for index, run_dir in enumerate(args.run_dirs):
         records = progress_records(run_dir)
         config = read_checkpoint(str(run_dir / "checkpoint.pt"))["config"]
         curve = [(record["seconds"], record["frames"], record["mean_reward_100"]) for record in records]
-        runs.append({"seed": config["seed"], "label": f"--algo {config.get('algo', 'a3c')}, seed {config['seed']}",
+        label = args.label[index] if args.label else f"--algo {config.get('algo', 'a3c')}, seed {config['seed']}"
+        runs.append({"seed": config["seed"], "label": label,
                      "curve": curve, "records": records, "config": config})
     first = runs[0]
     print(interval_table(first["records"], args.every, first["config"]["batch_size"]))
     if args.json is not None:
-        rows = interval_rows(first["records"], args.every, first["config"]["batch_size"])
-        args.json.write_text(json.dumps({"env_id": first["config"]["env_id"], "seed": first["config"]["seed"],
-                                         "rows": rows}, indent=1) + "\n")
+        tables = [{"label": run["label"], "env_id": run["config"]["env_id"], "seed": run["seed"],
+                   "rows": interval_rows(run["records"], args.every, run["config"]["batch_size"])} for run in runs]
+        args.json.write_text(json.dumps(tables[0] if len(tables) == 1 else {"runs": tables}, indent=1) + "\n")
     if args.png is not None:
         drawn = [{key: run[key] for key in ("seed", "label", "curve")} for run in runs]
         if args.beside is not None:
