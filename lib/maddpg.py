@@ -56,13 +56,17 @@ class MADDPGNet(nn.Module):
     def q_values(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Every agent's Q (N, agents) of joint observations (N, agents, size) and one-hot
         actions (N, agents, n_actions)."""
-        joint = torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
+        joint = critic_input(observations, actions)
         return torch.cat([critic(joint) for critic in self.critics], dim=1)
 
     def q_value(self, agent: int, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Agent ``agent``'s Q (N,)."""
-        joint = torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
-        return self.critics[agent](joint).squeeze(1)
+        return self.critics[agent](critic_input(observations, actions)).squeeze(1)
+
+
+def critic_input(observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """What every critic reads: all observations, then all one-hot actions, in agent order."""
+    return torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
 
 
 def straight_through_gumbel(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

@@ -109,7 +109,7 @@ class Algorithm:
         vector = self.family_defaults(False, {}).get(name)
         if atari is None and vector is None:
             return None
-        return f"{_shown(atari)} for Atari, {_shown(vector)} for vector observations"
+        return f"{shown_value(atari)} for Atari, {shown_value(vector)} for vector observations"
 
     def describe(self, config: Config) -> str:
         """The run's start line names the algorithm this way."""
@@ -184,7 +184,8 @@ class Algorithm:
         raise NotImplementedError
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """A default as ``--help`` shows it."""
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 

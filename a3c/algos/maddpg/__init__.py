@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from a3c.algos.base import Algorithm
+from a3c.algos.base import Algorithm, shown_value
 from a3c.algos.maddpg.settings import PRESET, MADDPGSettings
 from a3c.settings import ConfigError
 
@@ -33,8 +33,7 @@ class MADDPG(Algorithm):
 
     def defaults_help(self, name: str) -> str | None:
         """One value: MADDPG runs on vector observations only."""
-        value = PRESET.get(name)
-        return None if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        return None if PRESET.get(name) is None else shown_value(PRESET[name])
 
     def check(self, config: Config, atari: bool) -> None:
         if atari:
