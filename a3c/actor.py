@@ -50,7 +50,7 @@ class VectorActor:
 
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
-                 clip_rewards: bool = False,
+                 clip_rewards: bool = False, screen_size: int | None = None,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False):
         self.net = net
@@ -61,7 +61,7 @@ class VectorActor:
         self.policy_version = policy_version
         self.bf16 = bf16
         self.device = next(net.parameters()).device
-        self.envs = make_vector_env(env_id, num_envs)
+        self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size)
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards)
         self._observations, _ = self.envs.reset(seed=seed)

@@ -26,7 +26,7 @@ from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
 from a3c.ray_cluster import parse_address
 from a3c.settings import ConfigError, Preset, option
-from lib.envs import EnvError, EnvFamily, EnvInfo, env_family
+from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvFamily, EnvInfo, env_family
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 
@@ -57,6 +57,10 @@ class RunSettings:
     cuda: bool = option("train on the GPU", False)
     bf16: bool = option("act and train under bfloat16 autocast (pays on CPUs with AMX or "
                         "AVX512-BF16 and on recent GPUs; off by default)", False)
+    screen_size: int | None = option(
+        "Atari frames' side in pixels: 84, or 42 (a quarter of the pixels: the net's first layer "
+        "takes 4x4 patches at stride 2 instead of 8x8 at 4); default: the algorithm's value for "
+        "Atari", None, choices=SCREEN_SIZES, family=True)
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)
@@ -250,9 +254,10 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
 
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
-    algorithm = get_algorithm(values["algo"])
-    return {**algorithm.family_defaults(family.atari, values), "clip_rewards": family.atari,
-            "stop_reward": env_goal(family)}
+    defaults = get_algorithm(values["algo"]).family_defaults(family.atari, values)
+    screen_size = defaults.pop("screen_size", ATARI_SCREEN_SIZE)
+    return {**defaults, "clip_rewards": family.atari, "stop_reward": env_goal(family),
+            "screen_size": screen_size if family.atari else None}
 
 
 def env_goal(family: EnvFamily | EnvInfo) -> float | None:
@@ -288,7 +293,7 @@ def validate(config: Config, family: EnvFamily) -> None:
             continue
         name = flag(setting)
         if meta["choices"] and value not in meta["choices"]:
-            raise ConfigError(f"{name} must be one of {', '.join(meta['choices'])}, got {value!r}")
+            raise ConfigError(f"{name} must be one of {', '.join(map(str, meta['choices']))}, got {value!r}")
         if meta["at_least"] is not None and value < meta["at_least"]:
             raise ConfigError(f"{name} must be >= {meta['at_least']:g}, got {value}")
         if meta["above"] is not None and meta["at_most"] is not None and not (
@@ -306,6 +311,8 @@ def validate(config: Config, family: EnvFamily) -> None:
                 raise ConfigError(f"--{name.replace('_', '-')} is for --backend ray")
     if config.ray_address is not None:
         parse_address(config.ray_address)
+    if config.screen_size is not None and not family.atari:
+        raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
     if config.policies != "per-agent" and not family.multiagent:
         raise ConfigError(f"--policies is for multi-agent envs; {config.env_id} has one agent")
     get_algorithm(config.algo).check(config, family.atari)

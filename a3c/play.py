@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -58,24 +58,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_policy(path: str) -> tuple[str, Algorithm, nn.Module]:
-    """The env id, the algorithm and the trained net of a checkpoint, on the CPU."""
+class SavedPolicy(NamedTuple):
+    """What playing a checkpoint needs: its env, as the net saw it, the algorithm and the net."""
+
+    env_id: str
+    screen_size: int | None
+    """Atari frames' side in pixels (None in checkpoints from before the setting: 84)."""
+    algorithm: Algorithm
+    net: nn.Module
+
+
+def load_policy(path: str) -> SavedPolicy:
+    """The env, the algorithm and the trained net of a checkpoint, on the CPU."""
     try:
         state = load_checkpoint(path)
-        env_id = state["config"]["env_id"]
+        env_id, screen_size = state["config"]["env_id"], state["config"].get("screen_size")
         algorithm = get_algorithm(saved_algorithm(state))
-        net = algorithm.build_net(describe_env(env_id), state["config"])
+        net = algorithm.build_net(describe_env(env_id, screen_size), state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
     except (KeyError, TypeError, RuntimeError) as exc:
         raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
-    return env_id, algorithm, net.eval()
+    return SavedPolicy(env_id, screen_size, algorithm, net.eval())
 
 
-def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
+def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None = None) -> gym.Env:
     if record_dir is None:
-        return make_env(env_id)
+        return make_env(env_id, screen_size=screen_size)
     if is_multiagent(env_id):
         raise PlayError(f"--record is for single-agent envs; {env_id} has several agents")
     try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
@@ -88,7 +98,7 @@ def make_play_env(env_id: str, record_dir: str | None) -> gym.Env:
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
     recorder = partial(gym.wrappers.RecordVideo, video_folder=record_dir,
                        episode_trigger=lambda episode: True, name_prefix=env_id.replace("/", "-"))
-    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder)
+    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, screen_size=screen_size)
 
 
 def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarray,
@@ -129,9 +139,9 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
         raise PlayError(f"--episodes must be >= 1, got {episodes}")
     if max_steps < 1:
         raise PlayError(f"--max-steps must be >= 1, got {max_steps}")
-    env_id, algorithm, net = load_policy(path)
+    env_id, screen_size, algorithm, net = load_policy(path)
     torch.manual_seed(seed)
-    env = make_play_env(env_id, record_dir)
+    env = make_play_env(env_id, record_dir, screen_size)
     played = []
     try:
         for index in range(episodes):

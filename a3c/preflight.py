@@ -17,7 +17,7 @@ from lib.policies import PolicyMappingError, parse_policy_mapping
 def preflight(config: Config) -> EnvInfo:
     """The env's facts for the run; ConfigError for the first thing this machine lacks."""
     try:
-        env_info = describe_env(config.env_id)
+        env_info = describe_env(config.env_id, config.screen_size)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     if env_info.agents:

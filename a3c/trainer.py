@@ -184,7 +184,7 @@ class Trainer:
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
         episodes = self.config.eval_episodes if episodes is None else episodes
-        env = make_env(self.config.env_id)
+        env = make_env(self.config.env_id, screen_size=self.config.screen_size)
         try:
             played = [play_episode(env, self._act_greedily, self.config.seed + 10_000 + index, DEFAULT_MAX_STEPS)
                       for index in range(episodes)]

@@ -66,7 +66,7 @@ def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
                       policy_version: Callable[[], int], seed: int, worker_id: int) -> VectorActor:
     """Child ``worker_id``'s envs and acting, on either backend."""
     return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
-                       policy_version, seed, config.bf16, config.clip_rewards,
+                       policy_version, seed, config.bf16, config.clip_rewards, config.screen_size,
                        **algorithm.acting_options(config, worker_id))
 
 

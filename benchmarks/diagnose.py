@@ -40,9 +40,9 @@ def sampled_diagnostics(run_dir: Path) -> dict[str, dict[str, float]]:
     return figures
 
 
-def random_play_states(env_id: str, count: int, seed: int) -> np.ndarray:
+def random_play_states(env_id: str, count: int, seed: int, screen_size: int | None = None) -> np.ndarray:
     """``count`` observations of uniformly random play, from one episode or more."""
-    env = make_env(env_id)
+    env = make_env(env_id, screen_size=screen_size)
     rng = np.random.default_rng(seed)
     observation, _ = env.reset(seed=seed)
     states = []
@@ -62,9 +62,10 @@ def checkpoint_activity(path: Path, states: int, seed: int) -> dict[str, float]:
     (standard deviation across states, averaged over actions) of the logits and values."""
     state = load_checkpoint(path)
     config = state["config"]
-    net = get_algorithm(saved_algorithm(state)).build_net(describe_env(config["env_id"]), config)
+    screen_size = config.get("screen_size")
+    net = get_algorithm(saved_algorithm(state)).build_net(describe_env(config["env_id"], screen_size), config)
     net.load_state_dict(state["model"])
-    observations = torch.as_tensor(random_play_states(config["env_id"], states, seed))
+    observations = torch.as_tensor(random_play_states(config["env_id"], states, seed, screen_size))
     with torch.no_grad(), relu_activity(net) as alive:
         logits, values = forward(net, observations)
     return {**{f"alive_{name}": share for name, share in alive.items()},

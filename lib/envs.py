@@ -1,10 +1,10 @@
 """Environment construction: Atari with the standard preprocessing, anything else as-is.
 
 Atari envs are recognised by their ALE entry point and get the standard preprocessing
-(84x84 grey, frame skip 4 with max-pooling, up to 30 no-ops, a 4-frame stack, uint8 end to
-end). Training steps them in ale-py's native vector env, which does that preprocessing in
-C++ and costs about half a core-millisecond per step where gymnasium's Python wrappers
-cost over one; a single env (play, the SB3 peer) uses gymnasium's wrappers, which produce
+(grey frames of 84x84 or 42x42 pixels, frame skip 4 with max-pooling, up to 30 no-ops, a
+4-frame stack, uint8 end to end). Training steps them in ale-py's native vector env, which
+does that preprocessing in C++ and costs about half a core-millisecond per step where
+gymnasium's Python wrappers cost over one; a single env (play, the SB3 peer) uses gymnasium's wrappers, which produce
 the same pixels. Envs stepped one by one use SAME_STEP autoreset so that the final
 observation of an episode is reported in ``info["final_obs"]`` and no step is spent on a
 dummy reset; gymnasium's numpy-vectorised envs only have NEXT_STEP, which the n-step
@@ -34,6 +34,9 @@ from lib.multiagent import (
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
 ATARI_SCREEN_SIZE = 84
+SCREEN_SIZES = (84, 42)
+"""The Atari frame sides the nets take: the Nature DQN's 84 pixels, or 42 (as
+universe-starter-agent and pytorch-a3c use), a quarter of the pixels."""
 ATARI_NOOP_MAX = 30
 
 
@@ -70,11 +73,12 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
 
 def make_env(env_id: str, render_mode: str | None = None,
              wrap_raw: Callable[[gym.Env], gym.Env] | None = None,
-             noop_max: int = ATARI_NOOP_MAX) -> gym.Env:
-    """One env, preprocessed the way the models expect it.
+             noop_max: int = ATARI_NOOP_MAX, screen_size: int | None = None) -> gym.Env:
+    """One env, preprocessed the way the models expect it; Atari frames are
+    ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``).
 
     ``wrap_raw`` wraps the env before any preprocessing: a video recorder placed there
-    sees every frame in colour rather than the net's 84x84 grey, frame-skipped view.
+    sees every frame in colour rather than the net's small grey, frame-skipped view.
     The frame stack starts from zero frames, as the native vector env's does.
     """
     if is_multiagent(env_id):
@@ -89,8 +93,8 @@ def make_env(env_id: str, render_mode: str | None = None,
     if wrap_raw is not None:
         env = wrap_raw(env)
     env = gym.wrappers.AtariPreprocessing(
-        env, noop_max=noop_max, frame_skip=ATARI_FRAME_SKIP, screen_size=ATARI_SCREEN_SIZE,
-        terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
+        env, noop_max=noop_max, frame_skip=ATARI_FRAME_SKIP,
+        screen_size=screen_size or ATARI_SCREEN_SIZE, terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
     )
     return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")
 
@@ -100,7 +104,8 @@ def sync_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorE
     return SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
-def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) -> VectorEnv:
+def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
+                    screen_size: int | None = None) -> VectorEnv:
     """The envs a child steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
     fifth of the time of 16 separate envs), else ``sync_vector_env``. A multi-agent env
@@ -112,6 +117,7 @@ def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) 
         if spec.vector_entry_point is not None:
             return gym.make_vec(spec, num_envs=num_envs, vectorization_mode="vector_entry_point")
         return sync_vector_env(partial(make_env, env_id), num_envs)
+    screen_size = screen_size or ATARI_SCREEN_SIZE
     from ale_py.vector_env import AtariVectorEnv
 
     # make_env runs the ALE at frameskip 1, so a registered TimeLimit counts raw frames too
@@ -123,7 +129,7 @@ def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX) 
         repeat_action_probability=float(spec.kwargs.get("repeat_action_probability", 0.25)),
         full_action_space=bool(spec.kwargs.get("full_action_space", False)),
         max_num_frames_per_episode=frames_limit,
-        img_height=ATARI_SCREEN_SIZE, img_width=ATARI_SCREEN_SIZE, grayscale=True,
+        img_height=screen_size, img_width=screen_size, grayscale=True,
         stack_num=ATARI_FRAME_STACK, frameskip=ATARI_FRAME_SKIP, maxpool=True, noop_max=noop_max,
         episodic_life=False, reward_clipping=False, use_fire_reset=False,
     )
@@ -169,8 +175,9 @@ class EnvInfo:
         return ATARI_FRAME_STACK if self.atari else None
 
 
-def describe_env(env_id: str) -> EnvInfo:
-    """Build one env, check that the nets can take it, and report its shapes.
+def describe_env(env_id: str, screen_size: int | None = None) -> EnvInfo:
+    """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
+    that the nets can take it, and report its shapes.
 
     Raises EnvError for unknown ids, non-discrete actions and observations that are
     neither a flat vector nor Atari frames. A multi-agent env is described as one agent
@@ -179,7 +186,7 @@ def describe_env(env_id: str) -> EnvInfo:
     if is_multiagent(env_id):
         return _describe_multiagent(env_id)
     atari = is_atari(env_id)
-    env = make_env(env_id)
+    env = make_env(env_id, screen_size=screen_size)
     try:
         action_space, obs_space = env.action_space, env.observation_space
     finally:

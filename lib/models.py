@@ -6,7 +6,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from lib.envs import EnvInfo
+from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden
@@ -29,7 +29,7 @@ class AtariA2C(nn.Module):
     (gain sqrt 2 for ReLU layers, 0.01 for the policy's logits so it starts uniform, 1 for the
     value). ``conv`` picks the body and the hidden width (``CONVS``).
 
-    Takes uint8 frames (N, 4, 84, 84) and scales them to [0, 1] inside, so observations
+    Takes uint8 frames (N, 4, 84, 84) or (N, 4, 42, 42) and scales them to [0, 1] inside, so observations
     travel through queues and buffers as uint8. The conv weights and activations are kept
     channels-last, where oneDNN's convolutions run about a third faster on the CPU; the
     logical shapes, state dicts and flat gradients are unchanged.
@@ -59,13 +59,21 @@ class AtariA2C(nn.Module):
 def conv_body(name: str, input_shape: tuple[int, ...]) -> tuple[nn.Sequential, int, int]:
     """The conv body ``name`` (flattened), its output size and the hidden width above it:
     "nature", the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1; 512 units), or "small", the A3C
-    paper's (16 8x8/4, 32 4x4/2; 256 units)."""
+    paper's (16 8x8/4, 32 4x4/2; 256 units). On 42-pixel frames the first layer's kernel
+    and stride are halved (4x4/2), so it sees the same part of the screen and every layer
+    above it gets maps of the same size as on 84-pixel frames."""
     if name == "nature":
         layers, hidden = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
     elif name == "small":
         layers, hidden = [(16, 8, 4), (32, 4, 2)], 256
     else:
         raise ValueError(f"conv must be one of {', '.join(CONVS)}, got {name!r}")
+    if input_shape[-1] not in SCREEN_SIZES:
+        raise ValueError(f"Atari frames must be {' or '.join(map(str, SCREEN_SIZES))} pixels wide, "
+                         f"got {input_shape[-1]}")
+    shrink = ATARI_SCREEN_SIZE // input_shape[-1]
+    (channels_out, kernel, stride), *above = layers
+    layers = [(channels_out, kernel // shrink, stride // shrink), *above]
     modules: list[nn.Module] = []
     channels = input_shape[0]
     for out_channels, kernel, stride in layers:

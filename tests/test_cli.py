@@ -57,6 +57,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--replay-size", "1000", "--learning-starts", "2000"],
      "--learning-starts 2,000 is above --replay-size 1,000"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "sarsa"], "--algo"),
+    (["-n", "x", "--env", "CartPole-v1", "--screen-size", "42"], "--screen-size is for Atari frames"),
+    (["-n", "x", "--screen-size", "64"], "--screen-size"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "spark"], "--backend"),
     (["-n", "x", "--env", "CartPole-v1", "--ray-address", "127.0.0.1:6379"], "is for --backend ray"),
     (["-n", "x", "--env", "CartPole-v1", "--ray-actor-resource", "actor_host"], "is for --backend ray"),

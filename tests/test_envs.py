@@ -1,6 +1,7 @@
 """The training envs match the envs play and the SB3 peer use, frame for frame."""
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from lib.envs import describe_env, make_env, make_vector_env
 from lib.experience import NStepAccumulator
@@ -8,13 +9,16 @@ from lib.experience import NStepAccumulator
 PONG = "PongNoFrameskip-v4"
 
 
-def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards():
-    """Without random no-ops both paths are deterministic, so they must agree exactly."""
-    native = make_vector_env(PONG, 1, noop_max=0)
-    wrapped = make_env(PONG, noop_max=0)
+@pytest.mark.parametrize("screen_size", [84, 42])
+def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards(screen_size):
+    """Without random no-ops both paths are deterministic, so they must agree exactly, at
+    either screen size."""
+    native = make_vector_env(PONG, 1, noop_max=0, screen_size=screen_size)
+    wrapped = make_env(PONG, noop_max=0, screen_size=screen_size)
     try:
         native_obs, _ = native.reset(seed=0)
         wrapped_obs, _ = wrapped.reset(seed=0)
+        assert native_obs.shape == (1, 4, screen_size, screen_size)
         np.testing.assert_array_equal(native_obs[0], wrapped_obs)
         rng = np.random.default_rng(1)
         native_return = wrapped_return = 0.0
@@ -32,9 +36,11 @@ def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards():
         wrapped.close()
 
 
-def test_native_atari_vector_env_has_the_described_spaces():
-    info = describe_env(PONG)
-    envs = make_vector_env(PONG, 3)
+@pytest.mark.parametrize("screen_size", [None, 42])
+def test_native_atari_vector_env_has_the_described_spaces(screen_size):
+    info = describe_env(PONG, screen_size)
+    assert info.observation_shape == (4, screen_size or 84, screen_size or 84)
+    envs = make_vector_env(PONG, 3, screen_size=screen_size)
     try:
         observations, _ = envs.reset(seed=0)
         assert observations.shape == (3, *info.observation_shape)

@@ -1,4 +1,5 @@
 """The nets' input handling and the children's action sampling."""
+import pytest
 import torch
 
 from lib.models import (
@@ -113,3 +114,18 @@ def test_separate_heads_keep_the_reference_nets_parameter_names():
     assert {name for name in names if not name.startswith("conv.")} == {
         "policy.0.weight", "policy.0.bias", "policy.2.weight", "policy.2.bias",
         "value.0.weight", "value.0.bias", "value.2.weight", "value.2.bias"}
+
+
+@pytest.mark.parametrize("conv", ["nature", "small"])
+def test_on_42_pixel_frames_the_first_layer_takes_half_the_patch_and_the_layers_above_stay(conv):
+    """4x4/2 on 42 pixels maps to the same 20x20 grid as 8x8/4 on 84, so every weight but
+    the first layer's has the shape it has on 84-pixel frames."""
+    big = {name: p.shape for name, p in AtariA2C((4, 84, 84), 6, "shared", conv).named_parameters()}
+    small = {name: p.shape for name, p in AtariA2C((4, 42, 42), 6, "shared", conv).named_parameters()}
+    channels = big["conv.0.weight"][0]
+    assert small.pop("conv.0.weight") == (channels, 4, 4, 4) and big.pop("conv.0.weight")[2:] == (8, 8)
+    assert small == big
+    logits, values = AtariA2C((4, 42, 42), 6, "shared", conv)(torch.zeros(2, 4, 42, 42, dtype=torch.uint8))
+    assert logits.shape == (2, 6) and values.shape == (2,)
+    with pytest.raises(ValueError, match="84 or 42"):
+        AtariA2C((4, 64, 64), 6, "shared", conv)

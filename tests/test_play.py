@@ -66,16 +66,21 @@ def test_bad_input_gets_one_line_and_exit_2(tmp_path, capsys):
         assert reason in stderr and len(stderr.strip().splitlines()) == 1, stderr
 
 
-@pytest.mark.parametrize("net_settings", [{"heads": "shared", "conv": "small"}, {"heads": "shared"},
-                                          {"heads": "separate"}])
-def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, net_settings):
-    """A checkpoint names its net's heads and conv body; one from before the conv setting
-    holds the Nature body."""
+@pytest.mark.parametrize(("net_settings", "screen_size"), [
+    ({"heads": "shared", "conv": "small"}, None), ({"heads": "shared"}, None), ({"heads": "separate"}, None),
+    ({"heads": "shared", "conv": "small"}, 42)])
+def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, net_settings, screen_size):
+    """A checkpoint names its net's heads, conv body and screen size; one from before the
+    conv setting holds the Nature body, one from before the screen size 84-pixel frames.
+    Play then steps an env of the net's screen size."""
     torch.manual_seed(0)
-    net = build_net(describe_env("PongNoFrameskip-v4"), **net_settings)
+    net = build_net(describe_env("PongNoFrameskip-v4", screen_size), **net_settings)
     path = tmp_path / "pong.pt"
-    save_checkpoint(path, {"config": {"env_id": "PongNoFrameskip-v4", **net_settings}, "model": net.state_dict()})
-    env_id, algorithm, loaded = a3c.play.load_policy(str(path))
+    saved = {"env_id": "PongNoFrameskip-v4", **net_settings, **({"screen_size": screen_size} if screen_size else {})}
+    save_checkpoint(path, {"config": saved, "model": net.state_dict()})
+    env_id, saved_screen, algorithm, loaded = a3c.play.load_policy(str(path))
     assert algorithm.name == "a3c"  # a checkpoint that names no algorithm is A3C's
-    assert env_id == "PongNoFrameskip-v4"
+    assert env_id == "PongNoFrameskip-v4" and saved_screen == screen_size
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))
+    played = a3c.play.play(str(path), episodes=1, max_steps=5)
+    assert played[0].length == 5
