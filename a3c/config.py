@@ -55,12 +55,14 @@ class RunSettings:
     seed: int = option("seed of the whole run", 0)
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     cuda: bool = option("train on the GPU", False)
-    bf16: bool = option("act and train under bfloat16 autocast (pays on CPUs with AMX or "
-                        "AVX512-BF16 and on recent GPUs; off by default)", False)
+    bf16: bool | None = option(
+        "act and train under bfloat16 autocast (weights, gradients and Adam stay float32); "
+        "default: on for --algo a3c on Atari where the CPU has bfloat16 instructions "
+        "(AVX512-BF16 or AMX) and the run is not on CUDA, else off", None, family=True)
     screen_size: int | None = option(
         "Atari frames' side in pixels: 84, or 42 (a quarter of the pixels: the net's first layer "
-        "takes 4x4 patches at stride 2 instead of 8x8 at 4); default: the algorithm's value for "
-        "Atari", None, choices=SCREEN_SIZES, family=True)
+        "takes 4x4 patches at stride 2 instead of 8x8 at 4); default: 42 for --algo a3c where "
+        "the CPU has bfloat16 instructions, else 84", None, choices=SCREEN_SIZES, family=True)
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)
@@ -163,6 +165,8 @@ def _help(setting: dataclasses.Field) -> str:
         named = [f"{name} ({algorithm.name}: {line})" for algorithm in map(get_algorithm, algorithm_names())
                  for name, line in algorithm.presets.items()]
         return f"{text}; named: {'; '.join(named)}" if named else text
+    if setting.name not in OWNERS and setting.name not in PRESET_NAMES:
+        return text  # a run setting's help says its default itself
     owners = [get_algorithm(name) for name in OWNERS.get(setting.name, algorithm_names())]
     notes = [(algorithm.name, algorithm.defaults_help(setting.name)) for algorithm in owners]
     notes = [(name, note) for name, note in notes if note is not None]
@@ -255,9 +259,10 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
     defaults = get_algorithm(values["algo"]).family_defaults(family.atari, values)
-    screen_size = defaults.pop("screen_size", ATARI_SCREEN_SIZE)
+    screen_size = defaults.pop("screen_size", None) or ATARI_SCREEN_SIZE
+    bf16 = defaults.pop("bf16", False) and not values["cuda"]
     return {**defaults, "clip_rewards": family.atari, "stop_reward": env_goal(family),
-            "screen_size": screen_size if family.atari else None}
+            "screen_size": screen_size if family.atari else None, "bf16": bf16}
 
 
 def env_goal(family: EnvFamily | EnvInfo) -> float | None:

@@ -31,6 +31,23 @@ def option(help: str, default: Any = MISSING, *, flag: str | None = None, short:
 CORES = os.cpu_count() or 1
 
 
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them in /proc/cpuinfo; empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+CPU_BF16 = bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
+"""The CPU has bfloat16 instructions (AVX512-BF16 or AMX): there bfloat16 autocast runs the
+Atari net's passes 1.4-1.6x as fast (docs/performance.md, "bfloat16")."""
+
+
 @dataclass(frozen=True)
 class Preset:
     """Hyperparameters every algorithm has, tuned per env family by each algorithm."""

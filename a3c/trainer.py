@@ -292,6 +292,7 @@ class Trainer:
             self._begun = True
             print(f"run {run.run_dir} | {config.env_id} | {self.algorithm.describe(config)} | "
                   f"{config.processes} processes x {config.envs_per_process} envs | device {config.device}"
+                  f"{', bfloat16' if config.bf16 else ''}"
                   + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
             run.learner.begin(run.writer, run.counters.frames, shared.restored)
             self._progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)

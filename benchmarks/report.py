@@ -182,7 +182,18 @@ def _solve_section(solve: dict) -> list[str]:
         lines.append(_row(f"SB3 A2C, RL-zoo Atari values, seed 0{kept}", "yes" if sb3["solved"] else "no",
                           f"{sb3['wall_seconds'] / 60:.1f}", f"{sb3['frames']:,}", "", "",
                           "" if best is None else f"best mean-100 {best:.1f}"))
+    settings = [_settings_line(run["settings"]) for run in solve["ours"] if "settings" in run]
+    if settings:
+        lines += ["", "The defaults on this machine: " + "; ".join(dict.fromkeys(settings)) + "."]
     return [*lines, "", "![Pong mean-100 reward against minutes and frames](pong_solve.png)", ""]
+
+
+def _settings_line(settings: dict) -> str:
+    precision = "bfloat16 autocast" if settings.get("bf16") else "float32"
+    net = f"the {settings.get('conv') or 'nature'} conv body"
+    return (f"{settings.get('screen_size') or 84}-pixel frames, {precision}, {net}, "
+            f"{settings['processes']} {'child' if settings['processes'] == 1 else 'children'} x "
+            f"{settings['envs_per_process']} envs")
 
 
 def plot_solve(solve: dict, path: Path) -> None:

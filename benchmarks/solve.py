@@ -46,7 +46,19 @@ def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
     curve.append((wall, summary["frames"], summary["mean_reward_100"]))
     return {"seed": seed, "solved": summary["reason"] == "solved", "wall_seconds": wall,
             "trainer_seconds": summary["seconds"], "frames": summary["frames"], "curve": curve, "run_dir": str(run_dir),
-            "early": early_signals(records)}
+            "early": early_signals(records), "settings": run_settings(run_dir)}
+
+
+SHOWN_SETTINGS = ("screen_size", "bf16", "conv", "processes", "envs_per_process")
+"""The settings a solve run's record keeps: what the defaults were on the machine that ran it."""
+
+
+def run_settings(run_dir: Path) -> dict:
+    """``SHOWN_SETTINGS`` as the run's checkpoint saved them."""
+    from a3c.checkpoint import load_checkpoint
+
+    config = load_checkpoint(str(run_dir / "checkpoint.pt"))["config"]
+    return {name: config.get(name) for name in SHOWN_SETTINGS}
 
 
 def early_signals(records: list[dict]) -> dict[str, dict]:

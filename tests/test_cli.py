@@ -8,10 +8,12 @@ import a3c.cli
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.settings import (
     ATARI_PRESET,
+    NATURE84_PRESET,
     SMALL_PRESET,
     VECTOR_PRESET,
     atari_preset,
     grads_layout,
+    nature84_preset,
     small_preset,
     vector_preset,
 )
@@ -112,10 +114,28 @@ def test_help_lists_every_hyperparameter(capsys):
     (1, 1, 32, 1), (2, 1, 32, 1), (4, 3, 10, 1), (16, 12, 8, 4),
 ])
 def test_layout_gives_the_learner_its_own_cores(cores, processes, envs, threads):
-    for preset in (atari_preset(cores), vector_preset(cores)):
+    for preset in (atari_preset(cores, bf16=False), nature84_preset(cores), vector_preset(cores)):
         assert (preset.processes, preset.envs_per_process, preset.learner_threads) == (processes, envs, threads)
     if cores != 2:
         assert small_preset(cores).processes == processes
+        assert atari_preset(cores, bf16=True).processes == processes
+
+
+def test_with_bfloat16_the_atari_defaults_are_nature84_on_42_pixels_with_a_child_on_each_of_2_cores():
+    """The learner's bfloat16 steps leave it time to spare, so on 2 cores a child runs on each;
+    without bfloat16 instructions the defaults are ``--preset nature84``, float32 on 84 pixels."""
+    assert atari_preset(2, bf16=False) == nature84_preset(2)
+    assert (nature84_preset(2).screen_size, nature84_preset(2).bf16) == (84, False)
+    fast = atari_preset(2, bf16=True)
+    assert (fast.screen_size, fast.bf16, fast.processes, fast.envs_per_process, fast.learner_threads) == (
+        42, True, 2, 16, 1)
+    changed = {name for name, value in dataclasses.asdict(fast).items() if getattr(nature84_preset(2), name) != value}
+    assert changed == {"screen_size", "bf16", "processes", "envs_per_process"}
+    default, nature84 = parse_config(["-n", "d"]), parse_config(["-n", "d", "--preset", "nature84"])
+    assert (default.screen_size, default.bf16) == (ATARI_PRESET.screen_size, ATARI_PRESET.bf16)
+    assert (nature84.screen_size, nature84.bf16, nature84.processes) == (84, False, NATURE84_PRESET.processes)
+    assert not parse_config(["-n", "d", "--cuda"]).bf16  # bfloat16 by default on the CPU only
+    assert parse_config(["-n", "d", "--env", "CartPole-v1"]).bf16 is False
 
 
 def test_the_small_nets_learner_shares_the_childrens_cores_on_two():
@@ -145,7 +165,7 @@ def test_default_queue_holds_two_learner_batches():
 ])
 def test_grads_mode_gives_the_children_every_core_keeping_atari_envs_halving_vector_envs(
         cores, atari, processes, envs):
-    preset = atari_preset(cores) if atari else vector_preset(cores)
+    preset = nature84_preset(cores) if atari else vector_preset(cores)
     layout = grads_layout(preset, cores, atari)
     assert (layout.processes, layout.envs_per_process) == (processes, envs)
 
@@ -165,11 +185,12 @@ def test_reference_preset_keeps_the_reference_chapters_values_for_any_env():
     assert tuned.adam_eps == 1e-5 and tuned.preset == "reference"
 
 
-def test_small_preset_is_the_atari_defaults_on_the_small_net_and_is_a3cs_alone():
+def test_small_preset_is_nature84_on_the_small_net_and_is_a3cs_alone():
     small = parse_config(["-n", "s", "--preset", "small"])
     assert (small.conv, small.heads) == ("small", "shared")
     assert dataclasses.asdict(SMALL_PRESET) == {name: getattr(small, name) for name in dataclasses.asdict(SMALL_PRESET)}
-    changed = {name for name, value in dataclasses.asdict(SMALL_PRESET).items() if getattr(ATARI_PRESET, name) != value}
+    changed = {name for name, value in dataclasses.asdict(SMALL_PRESET).items()
+               if getattr(NATURE84_PRESET, name) != value}
     assert changed <= {"conv", "processes", "envs_per_process", "learner_threads"}
     assert parse_config(["-n", "s"]).conv == "nature"
     # the vector family has no conv body to change: its defaults stand

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from a3c.algos.a3c.settings import VECTOR_PRESET
 from benchmarks.report import markdown_report, solve_report
 from benchmarks.solve import (
     EARLY_ENTROPY,
@@ -61,11 +62,15 @@ def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
     seconds = [point[0] for point in run["curve"]]
     assert seconds == sorted(seconds) and seconds[-1] == pytest.approx(run["wall_seconds"])
     assert run["curve"][-1][2] >= 475.0
+    # the settings the run had, from its checkpoint: CartPole has no frames to size or bfloat16
+    assert run["settings"] == {"screen_size": None, "bf16": False, "conv": "nature",
+                               "processes": VECTOR_PRESET.processes, "envs_per_process": VECTOR_PRESET.envs_per_process}
 
 
 def test_solve_report_lists_each_seed_and_the_peer():
     ours = {"seed": 0, "solved": True, "wall_seconds": 1800.0, "frames": 12_000_000,
-            "early": early_signals(RECORDS), "learning_early": True, "curve": []}
+            "early": early_signals(RECORDS), "learning_early": True, "curve": [],
+            "settings": {"screen_size": 42, "bf16": True, "conv": "nature", "processes": 2, "envs_per_process": 16}}
     sb3 = {"solved": False, "wall_seconds": 1800.0, "frames": 5_000_000,
            "curve": [(10.0, 1000, -21.0), (1800.0, 5_000_000, -12.5)]}
     results = {"command": "python -m benchmarks.run --only solve", "solve": {"goal": 18.0, "ours": [ours], "sb3": sb3},
@@ -77,6 +82,8 @@ def test_solve_report_lists_each_seed_and_the_peer():
     assert [cell.strip() for cell in row.strip("|").split("|")][1:] == [
         "yes", "30.0", "12,000,000", "1.600", "-17.5 / -12.0", "learning"]
     assert "-12.5" in text  # SB3's best mean-100
+    assert ("The defaults on this machine: 42-pixel frames, bfloat16 autocast, the nature conv body, "
+            "2 children x 16 envs.") in text
 
 
 def test_an_earlier_runs_early_signals_are_read_again_from_its_directory(tmp_path: Path):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.a3c.settings import (
     ATARI_PRESET,
+    NATURE84_PRESET,
     REFERENCE_PRESET,
     SMALL_PRESET,
     VECTOR_PRESET,
@@ -36,6 +37,8 @@ class A3C(ActorCritic):
     settings = A3CSettings
     presets: ClassVar[Mapping[str, str]] = {
         "reference": "the reference chapter's Pong values, for any env",
+        "nature84": "Atari on 84-pixel frames in float32, one child: the defaults where the CPU has "
+                    "no bfloat16 instructions, and everywhere before 42-pixel frames",
         "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: 1.5x the "
                  "frames/s, more frames to 18 so far"}
 
@@ -44,6 +47,8 @@ class A3C(ActorCritic):
             preset = REFERENCE_PRESET
         elif values.get("preset") == "small" and atari:
             preset = SMALL_PRESET
+        elif values.get("preset") == "nature84" and atari:
+            preset = NATURE84_PRESET
         else:
             preset = ATARI_PRESET if atari else VECTOR_PRESET
         if values.get("mode") == "grads":
@@ -55,8 +60,9 @@ class A3C(ActorCritic):
         if text is None:
             return None
         text += f", {getattr(REFERENCE_PRESET, name)} with --preset reference"
-        if getattr(SMALL_PRESET, name) != getattr(ATARI_PRESET, name):
-            text += f", {getattr(SMALL_PRESET, name)} with --preset small"
+        for label, preset in (("nature84", NATURE84_PRESET), ("small", SMALL_PRESET)):
+            if getattr(preset, name) != getattr(ATARI_PRESET, name):
+                text += f", {getattr(preset, name)} with --preset {label}"
         return text
 
     def check(self, config: Config, atari: bool) -> None:

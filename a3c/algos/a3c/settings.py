@@ -1,13 +1,14 @@
 """A3C's own settings and its presets per env family: values that solve Pong for Atari
 (docs/learning.md), values measured on CartPole for vector observations, and the
-reference chapter's Pong values (``--preset reference``). Pure: no torch."""
+reference chapter's Pong values (``--preset reference``). Pure: no torch; the one fact of
+the machine read is whether its CPU has bfloat16 instructions (``CPU_BF16``)."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 
 from a3c.algos.actor_critic import ActorCriticPreset, ActorCriticSettings
-from a3c.settings import CORES, option, process_layout
+from a3c.settings import CORES, CPU_BF16, option, process_layout
 
 MODES = ("data", "grads")
 
@@ -30,9 +31,12 @@ class A3CSettings(ActorCriticSettings):
 
 @dataclass(frozen=True)
 class A3CPreset(ActorCriticPreset):
-    """Every family setting of A3C."""
+    """Every family setting of A3C, and the run settings its presets give (the frames' size
+    and the precision; None: the run's own default)."""
 
     lr_warmup: int = 0
+    screen_size: int | None = None
+    bf16: bool = False
 
 
 def reference_preset(cores: int) -> A3CPreset:
@@ -42,24 +46,36 @@ def reference_preset(cores: int) -> A3CPreset:
                      gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3)
 
 
-def atari_preset(cores: int) -> A3CPreset:
+def nature84_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
     shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
-    warmed up over 500 steps, 20-step returns, the value loss at half weight; layout from
-    ``cores``."""
+    warmed up over 500 steps, 20-step returns, the value loss at half weight; 84-pixel frames
+    in float32, layout from ``cores``. The Atari defaults where the CPU has no bfloat16
+    instructions (``--preset nature84`` anywhere)."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
-                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
+                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5, screen_size=84)
+
+
+def atari_preset(cores: int, bf16: bool) -> A3CPreset:
+    """Where the CPU has bfloat16 instructions (``bf16``): ``nature84_preset`` on 42-pixel
+    frames under bfloat16 autocast, with a child on each of 2 cores, since the learner's
+    steps then leave it time to spare (docs/performance.md, "42-pixel frames and
+    bfloat16"). Elsewhere ``nature84_preset`` itself."""
+    if not bf16:
+        return nature84_preset(cores)
+    layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1} if cores == 2 else {}
+    return dataclasses.replace(nature84_preset(cores), screen_size=42, bf16=True, **layout)
 
 
 def small_preset(cores: int) -> A3CPreset:
-    """``atari_preset`` on the A3C paper's smaller conv body (``--preset small``): a third of
+    """``nature84_preset`` on the A3C paper's smaller conv body (``--preset small``): a third of
     the compute per frame. Its learner needs about half a core for what a child sends, so on
     2 cores a child runs on each and the learner takes turns with them (1.5x the frames/s);
     on more cores the learner keeps cores of its own (docs/performance.md, "The small net")."""
     layout = process_layout(cores, envs_in_total=32)
     if cores == 2:
         layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1}
-    return dataclasses.replace(atari_preset(cores), conv="small", **layout)
+    return dataclasses.replace(nature84_preset(cores), conv="small", **layout)
 
 
 def vector_preset(cores: int) -> A3CPreset:
@@ -80,7 +96,8 @@ def grads_layout(preset: A3CPreset, cores: int, atari: bool) -> A3CPreset:
     return dataclasses.replace(preset, processes=cores, envs_per_process=max(1, envs_in_total // cores))
 
 
-ATARI_PRESET = atari_preset(CORES)
+ATARI_PRESET = atari_preset(CORES, CPU_BF16)
+NATURE84_PRESET = nature84_preset(CORES)
 SMALL_PRESET = small_preset(CORES)
 VECTOR_PRESET = vector_preset(CORES)
 REFERENCE_PRESET = reference_preset(CORES)
