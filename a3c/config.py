@@ -61,8 +61,8 @@ class RunSettings:
         "(AVX512-BF16 or AMX) and the run is not on CUDA, else off", None, family=True)
     screen_size: int | None = option(
         "Atari frames' side in pixels: 84, or 42 (a quarter of the pixels: the net's first layer "
-        "takes 4x4 patches at stride 2 instead of 8x8 at 4); default: 42 for --algo a3c where "
-        "the CPU has bfloat16 instructions, else 84", None, choices=SCREEN_SIZES, family=True)
+        "takes 4x4 patches at stride 2 instead of 8x8 at 4; more frames to solve Pong so far); "
+        "default: 84", None, choices=SCREEN_SIZES, family=True)
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)

@@ -37,8 +37,8 @@ class A3C(ActorCritic):
     settings = A3CSettings
     presets: ClassVar[Mapping[str, str]] = {
         "reference": "the reference chapter's Pong values, for any env",
-        "nature84": "Atari on 84-pixel frames in float32, one child: the defaults where the CPU has "
-                    "no bfloat16 instructions, and everywhere before 42-pixel frames",
+        "nature84": "Atari in float32 with one child: the defaults where the CPU has no bfloat16 "
+                    "instructions, and everywhere before bfloat16",
         "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: 1.5x the "
                  "frames/s, more frames to 18 so far"}
 
@@ -47,8 +47,8 @@ class A3C(ActorCritic):
             preset = REFERENCE_PRESET
         elif values.get("preset") == "small" and atari:
             preset = SMALL_PRESET
-        elif values.get("preset") == "nature84" and atari:
-            preset = NATURE84_PRESET
+        elif atari and (values.get("preset") == "nature84" or values.get("cuda")):
+            preset = NATURE84_PRESET  # bfloat16 and its layout are for a learner on the CPU
         else:
             preset = ATARI_PRESET if atari else VECTOR_PRESET
         if values.get("mode") == "grads":
