@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from a3c.algos.a3c.settings import ATARI_PRESET, SMALL_PRESET
+from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
@@ -315,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread-frames", type=int, default=3_000_000,
                         help="multiagent: frames of each simple_spread run")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
-    parser.add_argument("--preset", choices=["default", "small"], default="default",
-                        help="probe and run Pong with this preset's net and layout")
+    parser.add_argument("--preset", choices=["default", "nature84", "small"], default="default",
+                        help="probe and run Pong with this preset's net, layout and precision")
     parser.add_argument("--bf16", action="store_true",
                         help="probe and run Pong with --bf16 (bfloat16 acting and training)")
     parser.add_argument("--results", default="results", help="folder for the JSON and PNG")
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         return in_own_network_namespace(argv if argv is not None else sys.argv[1:])
     warmup = args.warmup or (20.0 if args.quick else 30.0)
     window = args.window or (30.0 if args.quick else 60.0)
-    preset = SMALL_PRESET if args.preset == "small" else ATARI_PRESET
+    preset = {"small": SMALL_PRESET, "nature84": NATURE84_PRESET}.get(args.preset, ATARI_PRESET)
     seeds = list(range(args.seeds or (1 if args.quick else 3)))
     with_sb3 = not args.no_sb3 and sb3_available()
     if not args.no_sb3 and not with_sb3:
@@ -345,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         print("denormals:", json.dumps(results["denormals"]), flush=True)
     probe = None
     if "probe" in parts:
-        probe = LimitProbe(PONG, preset.envs_per_process, preset.batch_size, bf16=args.bf16, conv=preset.conv)
+        probe = LimitProbe(PONG, preset.envs_per_process, preset.batch_size, bf16=args.bf16 or preset.bf16,
+                           conv=preset.conv)
     trainer_args = [*shlex.split(args.trainer_args), *(["--bf16"] if args.bf16 else []),
                     *(["--preset", args.preset] if args.preset != "default" else [])]
     bracketed = probe_through_pong(probe, "pong" in parts,
