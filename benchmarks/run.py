@@ -149,7 +149,8 @@ def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Pat
     result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
     if peer_from is not None:
         kept = json.loads(peer_from.read_text())["sb3"]
-        result["sb3"] = {**kept, "kept_from": kept.get("kept_from", f"{peer_from} of commit {commit()}")}
+        source = f"{peer_from} as of commit {file_commit(peer_from)}"
+        result["sb3"] = {**kept, "kept_from": kept.get("kept_from", source)}
     elif with_sb3:
         budget = max(run["wall_seconds"] for run in ours)
         result["sb3"] = run_sb3(PONG, SB3_ZOO_ATARI_ENVS, budget, stop_reward=PONG_GOAL, zoo_atari=True)
@@ -225,6 +226,17 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+changes" if changed else "")
+
+
+def file_commit(path: Path) -> str:
+    """The last commit that changed ``path``: where a result kept from a file was written;
+    "uncommitted" for a file git does not have."""
+    try:
+        last = subprocess.run(["git", "log", "-1", "--format=%h", "--", str(path)], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "uncommitted"
+    return last or "uncommitted"
 
 
 PROBE_ROUNDS = 6
