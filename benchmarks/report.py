@@ -182,6 +182,9 @@ def _solve_section(solve: dict) -> list[str]:
         lines.append(_row(f"SB3 A2C, RL-zoo Atari values, seed 0{kept}", "yes" if sb3["solved"] else "no",
                           f"{sb3['wall_seconds'] / 60:.1f}", f"{sb3['frames']:,}", "", "",
                           "" if best is None else f"best mean-100 {best:.1f}"))
+    if "runs_from" in solve:
+        source = solve["runs_from"]
+        lines += ["", f"These runs: `{source['command']}` on {source['date']}, commit {source['commit']}."]
     settings = [_settings_line(run["settings"]) for run in solve["ours"] if "settings" in run]
     if settings:
         lines += ["", "The defaults on this machine: " + "; ".join(dict.fromkeys(settings)) + "."]

@@ -131,6 +131,17 @@ def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float,
     return result
 
 
+def kept_solve(path: Path) -> dict:
+    """A solve result to keep: docs/pong_solve.json, or a whole benchmark run's JSON, whose
+    command, date and commit then travel with the runs (``runs_from``) into the report."""
+    kept = json.loads(path.read_text())
+    if "solve" not in kept:
+        return kept
+    machine = kept.get("machine", {})
+    return {**kept["solve"], "runs_from": {"command": kept.get("command"), "date": machine.get("date"),
+                                            "commit": machine.get("commit")}}
+
+
 def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Path,
                earlier: dict | None = None, peer_from: Path | None = None) -> dict:
     """Pong from scratch at the defaults for each seed, then SB3 A2C with the RL zoo's Atari
@@ -147,6 +158,8 @@ def pong_solve(seeds: list[int], with_sb3: bool, max_seconds: float, logdir: Pat
             print("solve:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
             ours.append(run)
     result = {"goal": PONG_GOAL, "max_seconds": max_seconds, "ours": ours}
+    if earlier is not None and "runs_from" in earlier:
+        result["runs_from"] = earlier["runs_from"]
     if peer_from is not None:
         kept = json.loads(peer_from.read_text())["sb3"]
         source = f"{peer_from} as of commit {file_commit(peer_from)}"
@@ -313,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
-                        help="solve: keep this earlier solve result's runs (docs/pong_solve.json) "
+                        help="solve: keep this earlier solve result's runs (docs/pong_solve.json, or a "
+                             "benchmark run's JSON, whose command and commit the report then names) "
                              "and run only the SB3 peer beside them")
     parser.add_argument("--peer-from", type=Path, default=None, metavar="JSON",
                         help="solve: keep this earlier solve result's SB3 run (docs/pong_solve.json) "
@@ -417,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         results["ray"] = backend_comparison(warmup, window, trainer_args)
         print("ray:", json.dumps(results["ray"]["costs"], indent=1), flush=True)
     if "solve" in parts:
-        earlier = None if args.solve_from is None else json.loads(args.solve_from.read_text())
+        earlier = None if args.solve_from is None else kept_solve(args.solve_from)
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
                                       out / "solve-runs", earlier, args.peer_from)
     report = markdown_report(results)

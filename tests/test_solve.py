@@ -154,3 +154,23 @@ def test_sb3s_window_counts_its_curves_env_frames_as_four_per_pong_transition(mo
     monkeypatch.setattr(benchmarks.run, "run_sb3", lambda *args, **kwargs: {"curve": curve})
     window = benchmarks.run.sb3_window(benchmarks.run.PONG, 32, warmup=30.0, window=60.0)
     assert window["frames_per_second"] == 4_000 and window["transitions_per_second"] == 1_000
+
+
+def test_runs_kept_from_a_benchmark_runs_json_name_its_command_date_and_commit(tmp_path: Path):
+    from benchmarks.run import kept_solve, pong_solve
+
+    ours = {"seed": 0, "solved": True, "wall_seconds": 60.0, "frames": 1000, "early": {}, "curve": [],
+            "run_dir": str(tmp_path / "gone")}
+    whole = {"command": "python -m benchmarks.run --only solve", "machine": {"date": "2026-11-26", "commit": "abc1234"},
+             "solve": {"goal": 18.0, "ours": [ours]}}
+    (tmp_path / "run.json").write_text(json.dumps(whole))
+    kept = pong_solve([0], False, 1.0, tmp_path, kept_solve(tmp_path / "run.json"))
+    assert kept["runs_from"] == {"command": "python -m benchmarks.run --only solve", "date": "2026-11-26",
+                                 "commit": "abc1234"}
+    results = {"command": "python -m benchmarks.run --only solve --solve-from run.json", "solve": kept,
+               "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 24, "platform": "linux", "versions": {}}}
+    assert ("These runs: `python -m benchmarks.run --only solve` on 2026-11-26, commit abc1234."
+            in solve_report(results))
+    # docs/pong_solve.json itself has no command to name
+    (tmp_path / "solve.json").write_text(json.dumps({"goal": 18.0, "ours": [ours]}))
+    assert "runs_from" not in pong_solve([0], False, 1.0, tmp_path, kept_solve(tmp_path / "solve.json"))
