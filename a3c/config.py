@@ -259,10 +259,8 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
     defaults = get_algorithm(values["algo"]).family_defaults(family.atari, values)
-    screen_size = defaults.pop("screen_size", None) or ATARI_SCREEN_SIZE
-    bf16 = defaults.pop("bf16", False) and not values["cuda"]
-    return {**defaults, "clip_rewards": family.atari, "stop_reward": env_goal(family),
-            "screen_size": screen_size if family.atari else None, "bf16": bf16}
+    return {"bf16": False, **defaults, "clip_rewards": family.atari, "stop_reward": env_goal(family),
+            "screen_size": ATARI_SCREEN_SIZE if family.atari else None}
 
 
 def env_goal(family: EnvFamily | EnvInfo) -> float | None:

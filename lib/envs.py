@@ -4,8 +4,8 @@ Atari envs are recognised by their ALE entry point and get the standard preproce
 (grey frames of 84x84 or 42x42 pixels, frame skip 4 with max-pooling, up to 30 no-ops, a
 4-frame stack, uint8 end to end). Training steps them in ale-py's native vector env, which
 does that preprocessing in C++ and costs about half a core-millisecond per step where
-gymnasium's Python wrappers cost over one; a single env (play, the SB3 peer) uses gymnasium's wrappers, which produce
-the same pixels. Envs stepped one by one use SAME_STEP autoreset so that the final
+gymnasium's Python wrappers cost over one; a single env (play, the SB3 peer) uses
+gymnasium's wrappers, which produce the same pixels. Envs stepped one by one use SAME_STEP autoreset so that the final
 observation of an episode is reported in ``info["final_obs"]`` and no step is spent on a
 dummy reset; gymnasium's numpy-vectorised envs only have NEXT_STEP, which the n-step
 accumulator also handles.
@@ -94,7 +94,8 @@ def make_env(env_id: str, render_mode: str | None = None,
         env = wrap_raw(env)
     env = gym.wrappers.AtariPreprocessing(
         env, noop_max=noop_max, frame_skip=ATARI_FRAME_SKIP,
-        screen_size=screen_size or ATARI_SCREEN_SIZE, terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
+        screen_size=screen_size or ATARI_SCREEN_SIZE, terminal_on_life_loss=False,
+        grayscale_obs=True, scale_obs=False,
     )
     return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")
 

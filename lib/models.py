@@ -29,10 +29,10 @@ class AtariA2C(nn.Module):
     (gain sqrt 2 for ReLU layers, 0.01 for the policy's logits so it starts uniform, 1 for the
     value). ``conv`` picks the body and the hidden width (``CONVS``).
 
-    Takes uint8 frames (N, 4, 84, 84) or (N, 4, 42, 42) and scales them to [0, 1] inside, so observations
-    travel through queues and buffers as uint8. The conv weights and activations are kept
-    channels-last, where oneDNN's convolutions run about a third faster on the CPU; the
-    logical shapes, state dicts and flat gradients are unchanged.
+    Takes uint8 frames (N, 4, 84, 84) or (N, 4, 42, 42) and scales them to [0, 1] inside, so
+    observations travel through queues and buffers as uint8. The conv weights and activations
+    are kept channels-last, where oneDNN's convolutions run about a third faster on the CPU;
+    the logical shapes, state dicts and flat gradients are unchanged.
     """
 
     def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate",

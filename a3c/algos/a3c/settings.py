@@ -31,11 +31,9 @@ class A3CSettings(ActorCriticSettings):
 
 @dataclass(frozen=True)
 class A3CPreset(ActorCriticPreset):
-    """Every family setting of A3C, and the run settings its presets give (the frames' size
-    and the precision; None: the run's own default)."""
+    """Every family setting of A3C, and the precision its presets give."""
 
     lr_warmup: int = 0
-    screen_size: int | None = None
     bf16: bool = False
 
 
@@ -49,11 +47,11 @@ def reference_preset(cores: int) -> A3CPreset:
 def nature84_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
     shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
-    warmed up over 500 steps, 20-step returns, the value loss at half weight; 84-pixel frames
-    in float32, layout from ``cores``. The Atari defaults where the CPU has no bfloat16
+    warmed up over 500 steps, 20-step returns, the value loss at half weight; float32, layout
+    from ``cores``. The Atari defaults where the CPU has no bfloat16
     instructions (``--preset nature84`` anywhere)."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
-                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5, screen_size=84)
+                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
 
 
 def atari_preset(cores: int, bf16: bool) -> A3CPreset:
