@@ -24,6 +24,24 @@ def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(net.parameters(), lr=lr, eps=eps)
 
 
+LR_DECAY_FLOOR = 0.1
+"""The share of ``--lr`` a decayed learning rate holds once its frames are past."""
+
+
+def decayed_lr(lr: float, frames: int, decay_frames: int | None) -> float:
+    """``lr`` falling linearly with the frames trained on, to ``LR_DECAY_FLOOR`` of itself at
+    ``decay_frames`` and held there (None: ``lr`` throughout). The floor keeps a run that
+    goes past the planned length learning, where PPO's common ports decay to 0 at its end."""
+    if not decay_frames:
+        return lr
+    return lr * max(LR_DECAY_FLOOR, 1.0 - (1.0 - LR_DECAY_FLOOR) * frames / decay_frames)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
 def new_version_counter() -> torch.Tensor:
     """A shared-memory policy version (optimizer steps applied) at 0."""
     return torch.zeros((), dtype=torch.int64).share_memory_()

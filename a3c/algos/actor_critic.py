@@ -32,6 +32,8 @@ class ActorCriticSettings:
                         "layers (the reference's)", None, choices=HEADS, family=True)
     conv: str = option("Atari net's body: the Nature CNN under 512 units, or the A3C paper's "
                        "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
+    lr_decay_frames: int = option("frames over which the learning rate falls linearly to a tenth "
+                                  "of --lr, then holds (0: constant)", None, at_least=0, family=True)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class ActorCriticPreset(Preset):
     value_weight: float = 1.0
     heads: str = "separate"
     conv: str = "nature"
+    lr_decay_frames: int = 0
 
 
 class ActorCritic(Algorithm):

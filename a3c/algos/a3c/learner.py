@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from a3c.messages import Gradients, Transitions
 
 from a3c.algos.a3c.acting import loss_settings
-from a3c.learner import clip_and_step, make_adam, new_version_counter
+from a3c.learner import clip_and_step, decayed_lr, make_adam, new_version_counter, set_lr
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import LossStats, batch_loss, loss_gradients
@@ -107,11 +107,14 @@ class Learner:
     def __init__(self, net: nn.Module, settings: LossSettings, lr: float, adam_eps: float,
                  clip_grad: float, device: torch.device | str,
                  version_counter: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
-                 lr_warmup: int = 0):
+                 lr_warmup: int = 0, lr_decay_frames: int = 0):
         self.net = net
         self.settings = settings
         self.lr = lr
         self.lr_warmup = lr_warmup
+        self.lr_decay_frames = lr_decay_frames
+        self.frames = 0
+        """Frames trained on so far, for the learning rate's decay (the owner counts them)."""
         self.optimizer = make_adam(net, lr, adam_eps)
         self.clip_grad = clip_grad
         self.device = device
@@ -123,12 +126,14 @@ class Learner:
         return int(self.version_counter)
 
     def current_lr(self) -> float:
-        """``lr``, ramped up linearly over the first ``lr_warmup`` steps: with a small eps,
-        Adam's first steps move every weight by about ``lr`` whatever its gradient's size,
-        and at full ``lr`` those first steps silence most of a fresh net's ReLU units."""
+        """``lr`` after its decay over the frames (``decayed_lr``), ramped up linearly over
+        the first ``lr_warmup`` steps: with a small eps, Adam's first steps move every weight
+        by about ``lr`` whatever its gradient's size, and at full ``lr`` those first steps
+        silence most of a fresh net's ReLU units."""
+        lr = decayed_lr(self.lr, self.frames, self.lr_decay_frames)
         if self.policy_version >= self.lr_warmup:
-            return self.lr
-        return self.lr * (self.policy_version + 1) / self.lr_warmup
+            return lr
+        return lr * (self.policy_version + 1) / self.lr_warmup
 
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
@@ -166,8 +171,7 @@ class Learner:
         return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
 
     def _clip_and_step(self, loss_total: float) -> float:
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.current_lr()
+        set_lr(self.optimizer, self.current_lr())
         return clip_and_step(self.net, self.optimizer, self.clip_grad, loss_total, self.version_counter)
 
 
@@ -216,9 +220,11 @@ class A3CLearner:
 
     stats_type = StepStats
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor):
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, frames_per_step: int = 1):
         self.learner = Learner(net, loss_settings(config), config.lr, config.adam_eps, config.clip_grad,
-                               torch.device(config.device), version_counter, lr_warmup=config.lr_warmup)
+                               torch.device(config.device), version_counter, lr_warmup=config.lr_warmup,
+                               lr_decay_frames=config.lr_decay_frames)
+        self.frames_per_step = frames_per_step
         self.net = net
         self.optimizer = self.learner.optimizer
         self.steps: TransitionSteps | GradientSteps
@@ -232,12 +238,16 @@ class A3CLearner:
         return self.learner.policy_version
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
-        """Nothing to make: the children feed the learner directly."""
+        """Nothing to make: the children feed the learner directly. The frames so far (a
+        resumed run's too) set where the learning rate's decay stands."""
+        self.learner.frames = frame
 
     def consume(self, message: Transitions | Gradients) -> list[StepStats]:
+        self.learner.frames += message.transitions * self.frames_per_step
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        writer.add_scalar("train/lr", self.learner.current_lr(), frame)
         if isinstance(self.steps, GradientSteps):
             writer.add_scalar("train/dropped_gradients", self.steps.dropped, frame)
 

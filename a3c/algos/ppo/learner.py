@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.learner import clip_and_step, make_adam
+from a3c.learner import clip_and_step, decayed_lr, make_adam, set_lr
 from lib.advantages import continues, gae, next_values, sequence_order, vtrace
 from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
@@ -83,7 +83,8 @@ class PPOLearner:
 
     stats_type = PPOStepStats
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1):
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1,
+                 frames_per_step: int = 1):
         self.net = net
         self.config = config
         self.optimizer = make_adam(net, config.lr, config.adam_eps)
@@ -95,20 +96,26 @@ class PPOLearner:
         self.generator = np.random.default_rng(config.seed)
         self._parts: list[tuple[int, TransitionBatch]] = []
         self._held = 0
+        self.frames_per_step = frames_per_step
+        self.frames = 0
 
     @property
     def policy_version(self) -> int:
         return int(self.version_counter)
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
-        """Nothing to make: the children feed the rollout directly."""
+        """Nothing to make: the children feed the rollout directly. The frames so far (a
+        resumed run's too) set where the learning rate's decay stands."""
+        self.frames = frame
 
     def consume(self, message: Transitions) -> list[PPOStepStats]:
         self._parts.append((message.worker_id, message.batch))
         self._held += len(message.batch)
+        self.frames += message.transitions * self.frames_per_step
         if self._held < self.rows:
             return []
         parts, self._parts, self._held = self._parts, [], 0
+        set_lr(self.optimizer, decayed_lr(self.config.lr, self.frames, self.config.lr_decay_frames))
         return self.train(self.prepare(parts))
 
     def prepare(self, parts: list[tuple[int, TransitionBatch]]) -> Rollout:
@@ -157,7 +164,8 @@ class PPOLearner:
                             rollout.policy_lag)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
-        """Every figure is a step's (``PPOStepStats``)."""
+        """The learning rate; every other figure is a step's (``PPOStepStats``)."""
+        writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], frame)
 
     def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
         return {}
