@@ -7,9 +7,15 @@ import pytest
 import torch
 
 from a3c.algos.a3c.acting import GradientSender
-from a3c.algos.a3c.learner import GradientSteps, Learner, gradients_by_term, relu_activity
-from a3c.learner import NonFiniteLoss
-from a3c.messages import Gradients
+from a3c.algos.a3c.learner import (
+    A3CLearner,
+    GradientSteps,
+    Learner,
+    gradients_by_term,
+    relu_activity,
+)
+from a3c.learner import NonFiniteLoss, decayed_lr, new_version_counter
+from a3c.messages import Gradients, Transitions
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
 from lib.models import MlpA2C
@@ -174,3 +180,23 @@ def test_learning_rate_rises_linearly_over_the_warm_up_then_holds():
     assert applied == pytest.approx([0.0025, 0.005, 0.0075, 0.01, 0.01, 0.01])
     learner.version_counter.fill_(2)  # resumed mid-warm-up: the ramp goes on from the restored step
     assert learner.current_lr() == pytest.approx(0.0075)
+
+
+def test_the_learning_rate_decays_linearly_with_frames_to_a_tenth_and_holds():
+    assert decayed_lr(1e-3, 0, 1000) == pytest.approx(1e-3)
+    assert decayed_lr(1e-3, 500, 1000) == pytest.approx(5.5e-4)  # 1e-3 x (1 - 0.9 x 0.5)
+    assert decayed_lr(1e-3, 1000, 1000) == pytest.approx(1e-4)
+    assert decayed_lr(1e-3, 5000, 1000) == pytest.approx(1e-4)
+    assert decayed_lr(1e-3, 5000, 0) == 1e-3
+
+
+def test_a3c_counts_the_frames_it_trains_on_and_its_warmup_scales_the_decayed_rate():
+    config = toy_config(batch_size=4, lr=1e-2, lr_warmup=10, lr_decay_frames=1000)
+    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter(), frames_per_step=4)
+    learner.begin(None, 480, None)  # a resumed run's frames
+    learner.consume(Transitions(0, make_batch([1, 2, 3, 4])))  # 4 steps of 4 frames: 496
+    assert learner.learner.frames == 496
+    decayed = 1e-2 * (1 - 0.9 * 496 / 1000)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(decayed * 1 / 10)  # the first step of 10
+    learner.learner.version_counter.fill_(10)
+    assert learner.learner.current_lr() == pytest.approx(decayed)

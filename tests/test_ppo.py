@@ -145,3 +145,15 @@ def test_ppo_solves_cartpole_and_its_checkpoint_restores_acts_and_plays(tmp_path
     assert restored.compute_action(np.zeros(4, np.float32)) in (0, 1)
     played = play(str(Path(result["run_dir"]) / "best.pt"), episodes=2, greedy=True)
     assert min(episode.reward for episode in played) > 200  # a random policy's mean is about 22
+
+
+def test_the_learning_rate_of_a_rollouts_passes_decays_with_the_frames_so_far():
+    config = make_config(env="CartPole-v1", algo="ppo", processes=2, envs_per_process=2, rollout_length=3,
+                         lr=1e-3, lr_decay_frames=48)
+    learner = PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64),
+                         frames_per_step=2)
+    learner.begin(None, 6, None)  # a resumed run's frames
+    for worker, batch in _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)]):
+        learner.consume(Transitions(worker, batch))
+    assert learner.frames == 6 + 12 * 2
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 0.9 * 30 / 48))
