@@ -308,10 +308,9 @@ def _dqn_section(dqn: dict) -> list[str]:
                              image=None)
 
 
-GPU_LEARNER_TRANSITIONS_PER_SECOND = 25_000
-"""Not measured here: Sample Factory (Petrenko et al. 2020) trains above 100,000 env
-frames/s on one machine with one GPU learner, 25,000 transitions at frame skip 4; a floor
-for what one GPU learner takes, since theirs was not their limit."""
+GPU_LEARNER_TRANSITIONS_PER_SECOND = 14_000
+"""Measured once, on a lent H200 with batch 128 (docs/gpu_pong.json): it trained 10,850
+Pong transitions/s at 76% busy. Not re-measured by this benchmark, which has no GPU."""
 HOST_CORES = (8, 16, 32, 64)
 
 
@@ -342,7 +341,7 @@ def _ray_section(ray: dict) -> list[str]:
     ]
     learners = [(f"this CPU, {name.replace('_', ' ')}", rate)
                 for name, rate in costs["learner_transitions_per_second"].items()]
-    learners.append(("a GPU (published, not measured)", GPU_LEARNER_TRANSITIONS_PER_SECOND))
+    learners.append(("one H200, batch 128 (measured once, 2026-11-26)", GPU_LEARNER_TRANSITIONS_PER_SECOND))
     actor = costs["actor_transitions_per_second"]
     for name, rate in learners:
         lines.append(_row(name, f"{rate:,.0f}", *[f"{rate / (actor * cores):.1f}" for cores in HOST_CORES]))
