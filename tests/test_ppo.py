@@ -13,6 +13,7 @@ from a3c.algos.ppo.learner import PPOLearner, in_sequence_order
 from a3c.config import make_config
 from a3c.messages import Transitions
 from a3c.play import play
+from a3c.settings import CPU_BF16
 from lib.envs import describe_env
 from lib.experience import NStepAccumulator, TransitionBatch
 from lib.models import build_net
@@ -117,7 +118,10 @@ def test_without_vtrace_the_value_targets_are_the_gae_returns():
 def test_ppo_settings_are_checked_in_one_line():
     pong = make_config(env="PongNoFrameskip-v4", algo="ppo")
     assert pong.batch_size == pong.rollout_length * pong.processes * pong.envs_per_process // pong.minibatches
-    assert pong.reward_steps == 1 and pong.heads == "shared" and pong.value_clip
+    assert pong.reward_steps == 1 and pong.heads == "shared" and not pong.value_clip
+    assert pong.lr_decay_frames == 10_000_000 and pong.bf16 == CPU_BF16
+    assert not make_config(env="PongNoFrameskip-v4", algo="ppo", cuda=True).bf16  # bfloat16 is for a CPU learner
+    assert make_config(env="CartPole-v1", algo="ppo").lr_decay_frames == 0
     with pytest.raises(ConfigError, match="--batch-size of --algo ppo is a rollout's"):
         make_config(env="CartPole-v1", algo="ppo", batch_size=7)
     with pytest.raises(ConfigError, match="--reward-steps of --algo ppo is 1"):

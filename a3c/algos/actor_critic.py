@@ -38,13 +38,14 @@ class ActorCriticSettings:
 
 @dataclass(frozen=True)
 class ActorCriticPreset(Preset):
-    """The actor-critic settings every preset of these algorithms gives."""
+    """The actor-critic settings every preset of these algorithms gives, and its precision."""
 
     entropy_beta: float = 0.01
     value_weight: float = 1.0
     heads: str = "separate"
     conv: str = "nature"
     lr_decay_frames: int = 0
+    bf16: bool = False
 
 
 class ActorCritic(Algorithm):

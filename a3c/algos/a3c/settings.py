@@ -31,10 +31,9 @@ class A3CSettings(ActorCriticSettings):
 
 @dataclass(frozen=True)
 class A3CPreset(ActorCriticPreset):
-    """Every family setting of A3C, and the precision its presets give."""
+    """Every family setting of A3C."""
 
     lr_warmup: int = 0
-    bf16: bool = False
 
 
 def reference_preset(cores: int) -> A3CPreset:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a3c.algos.actor_critic import ActorCriticPreset, ActorCriticSettings
-from a3c.settings import CORES, option, process_layout
+from a3c.settings import CORES, CPU_BF16, option, process_layout
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,15 @@ class PPOPreset(ActorCriticPreset):
     value_clip: bool = False
 
 
-def atari_preset(cores: int) -> PPOPreset:
-    """The Atari values of the PPO paper and its common ports (clip 0.1, lr 2.5e-4, 4 epochs,
-    entropy 0.01, value weight 0.5, clip 0.5, lambda 0.95, the value clipped) on the shared-layer
-    Nature CNN; 32 envs, rollouts of 64 steps each (2,048 rows) in 8 minibatches."""
+def atari_preset(cores: int, bf16: bool) -> PPOPreset:
+    """The Atari values of the PPO paper and its common ports (clip 0.1, lr 2.5e-4 decaying
+    over 10M frames, 4 epochs, entropy 0.01, value weight 0.5, clip 0.5, lambda 0.95) on the
+    shared-layer Nature CNN, the value loss unclipped; 32 envs, rollouts of 64 steps each
+    (2,048 rows) in 8 minibatches; under bfloat16 autocast where ``bf16`` (docs/ppo.md)."""
     return PPOPreset(**process_layout(cores, envs_in_total=32), batch_size=256, reward_steps=1, gamma=0.99,
                      lr=2.5e-4, clip_grad=0.5, adam_eps=1e-5, entropy_beta=0.01, value_weight=0.5,
                      heads="shared", rollout_length=64, epochs=4, minibatches=8, clip_range=0.1,
-                     value_clip=True)
+                     value_clip=False, lr_decay_frames=10_000_000, bf16=bf16)
 
 
 def vector_preset(cores: int) -> PPOPreset:
@@ -69,7 +70,8 @@ def rollout_rows(values: Mapping[str, Any]) -> int:
 def family_values(atari: bool, given: Mapping[str, Any]) -> dict[str, Any]:
     """The preset's values, with ``batch_size`` a rollout's rows over the minibatches of the
     settings as given."""
-    values = dataclasses.asdict(atari_preset(CORES) if atari else vector_preset(CORES))
+    preset = atari_preset(CORES, CPU_BF16 and not given.get("cuda")) if atari else vector_preset(CORES)
+    values = dataclasses.asdict(preset)
     merged = {**values, **{name: value for name, value in given.items() if value is not None}}
     values["batch_size"] = max(1, rollout_rows(merged) // merged["minibatches"])
     return values
