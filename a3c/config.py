@@ -57,7 +57,7 @@ class RunSettings:
     cuda: bool = option("train on the GPU", False)
     bf16: bool | None = option(
         "act and train under bfloat16 autocast (weights, gradients and Adam stay float32); "
-        "default: on for --algo a3c on Atari where the CPU has bfloat16 instructions "
+        "default: on for --algo a3c and ppo on Atari where the CPU has bfloat16 instructions "
         "(AVX512-BF16 or AMX) and the run is not on CUDA, else off", None, family=True)
     screen_size: int | None = option(
         "Atari frames' side in pixels: 84, or 42 (a quarter of the pixels: the net's first layer "
