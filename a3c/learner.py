@@ -28,9 +28,9 @@ LR_DECAY_FLOOR = 0.1
 """The share of ``--lr`` a decayed learning rate holds once its frames are past."""
 
 
-def decayed_lr(lr: float, frames: int, decay_frames: int | None) -> float:
+def decayed_lr(lr: float, frames: int, decay_frames: int) -> float:
     """``lr`` falling linearly with the frames trained on, to ``LR_DECAY_FLOOR`` of itself at
-    ``decay_frames`` and held there (None: ``lr`` throughout). The floor keeps a run that
+    ``decay_frames`` and held there (0: ``lr`` throughout, as ``--lr-decay-frames`` says). The floor keeps a run that
     goes past the planned length learning, where PPO's common ports decay to 0 at its end."""
     if not decay_frames:
         return lr
