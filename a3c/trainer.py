@@ -336,7 +336,7 @@ class Trainer:
         elif isinstance(message, (Transitions, Gradients)):
             run.counters.transitions += message.transitions
             run.counters.frames += message.transitions * run.env_info.frames_per_step
-            for stats in run.learner.consume(message):
+            for stats in run.learner.consume(message, run.counters.frames):
                 self._log_step(stats)
                 step_means.add(stats)
                 self._load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))

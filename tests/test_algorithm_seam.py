@@ -7,6 +7,7 @@ import dataclasses
 import subprocess
 import sys
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
 
 import pytest
@@ -35,7 +36,8 @@ class ReinforceStats:
 
 
 class ReinforceLearner:
-    """Policy gradient on the n-step returns, no baseline; counts its steps as its extra."""
+    """Policy gradient on the n-step returns, no baseline; counts its steps as its extra, and
+    keeps each message's transitions with the frame count the trainer handed over."""
 
     stats_type = ReinforceStats
 
@@ -45,6 +47,7 @@ class ReinforceLearner:
         self.gamma, self.clip_grad = config.gamma, config.clip_grad
         self.version_counter = version_counter
         self.steps_taken = 0
+        self.frames_handed: list[tuple[int, int]] = []
 
     @property
     def policy_version(self) -> int:
@@ -53,7 +56,8 @@ class ReinforceLearner:
     def begin(self, writer, frame, restored) -> None:
         writer.add_scalar("reinforce/begun", 1.0, frame)
 
-    def consume(self, message) -> list[ReinforceStats]:
+    def consume(self, message, frame: int) -> list[ReinforceStats]:
+        self.frames_handed.append((message.transitions, frame))
         batch = message.batch
         bootstrap = torch.as_tensor(batch.last_values) * self.gamma ** torch.as_tensor(batch.steps)
         returns = torch.as_tensor(batch.rewards) + torch.where(torch.as_tensor(batch.dones), 0.0, bootstrap)
@@ -111,6 +115,9 @@ def test_a_registered_algorithm_trains_saves_restores_acts_and_plays(tmp_path, c
         assert "reinforce, " not in capsys.readouterr().out  # its start line names it plainly
         path = trainer.save()
         steps_taken = trainer._run.learner.steps_taken
+        handed = trainer._run.learner.frames_handed  # vector envs: a frame a transition
+        assert [frame for _, frame in handed] == list(accumulate(transitions for transitions, _ in handed))
+        assert handed[-1][1] == trainer._run.counters.frames
     state = load_checkpoint(path)
     assert state["config"]["algo"] == "reinforce" and state["reinforce_steps"] == steps_taken > 0
     events = scalars(path.parent)

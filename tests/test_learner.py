@@ -190,12 +190,10 @@ def test_the_learning_rate_decays_linearly_with_frames_to_a_tenth_and_holds():
     assert decayed_lr(1e-3, 5000, 0) == 1e-3
 
 
-def test_a3c_counts_the_frames_it_trains_on_and_its_warmup_scales_the_decayed_rate():
+def test_a3c_steps_at_the_rate_the_trainers_frame_count_sets_and_its_warmup_scales_it():
     config = toy_config(batch_size=4, lr=1e-2, lr_warmup=10, lr_decay_frames=1000)
-    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter(), frames_per_step=4)
-    learner.begin(None, 480, None)  # a resumed run's frames
-    learner.consume(Transitions(0, make_batch([1, 2, 3, 4])))  # 4 steps of 4 frames: 496
-    assert learner.learner.frames == 496
+    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter())
+    learner.consume(Transitions(0, make_batch([1, 2, 3, 4])), 496)
     decayed = 1e-2 * (1 - 0.9 * 496 / 1000)
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(decayed * 1 / 10)  # the first step of 10
     learner.learner.version_counter.fill_(10)

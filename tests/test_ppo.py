@@ -89,7 +89,7 @@ def test_a_full_rollout_is_trained_on_in_epochs_of_minibatches_using_every_row_o
     step = learner._step
     learner._step = lambda rollout, rows: seen.append(rows.tolist()) or step(rollout, rows)
     messages = _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)])
-    results = [learner.consume(Transitions(worker, batch)) for worker, batch in messages]
+    results = [learner.consume(Transitions(worker, batch), 0) for worker, batch in messages]
     assert all(result == [] for result in results[:-1]) and len(results[-1]) == 3 * 4
     assert learner.policy_version == 12
     for epoch in range(3):
@@ -102,7 +102,7 @@ def test_a_full_rollout_is_trained_on_in_epochs_of_minibatches_using_every_row_o
 def test_with_several_agents_a_rollout_waits_for_every_agents_steps():
     learner = _learner(agents=2, rollout_length=3, epochs=1, minibatches=2)  # 2 x 12 rows
     messages = _rows([(worker, [0, 1, 2, 3], [False] * 4) for _ in range(3) for worker in (0, 1)])
-    results = [learner.consume(Transitions(worker, batch)) for worker, batch in messages]
+    results = [learner.consume(Transitions(worker, batch), 0) for worker, batch in messages]
     assert all(result == [] for result in results[:-1]) and len(results[-1]) == 2
 
 
@@ -154,10 +154,8 @@ def test_ppo_solves_cartpole_and_its_checkpoint_restores_acts_and_plays(tmp_path
 def test_the_learning_rate_of_a_rollouts_passes_decays_with_the_frames_so_far():
     config = make_config(env="CartPole-v1", algo="ppo", processes=2, envs_per_process=2, rollout_length=3,
                          lr=1e-3, lr_decay_frames=48)
-    learner = PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64),
-                         frames_per_step=2)
-    learner.begin(None, 6, None)  # a resumed run's frames
-    for worker, batch in _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)]):
-        learner.consume(Transitions(worker, batch))
-    assert learner.frames == 6 + 12 * 2
+    learner = PPOLearner(config, build_net(describe_env("CartPole-v1")), torch.zeros((), dtype=torch.int64))
+    messages = _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)])
+    for count, (worker, batch) in enumerate(messages, start=1):
+        learner.consume(Transitions(worker, batch), 6 + 4 * count)  # 2 steps of 2 frames a message
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 0.9 * 30 / 48))

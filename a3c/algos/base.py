@@ -62,8 +62,10 @@ class AlgorithmLearner(Protocol):
         """The children are starting: make what only training needs (a replay buffer, say),
         from ``restored`` where the checkpoint holds it."""
 
-    def consume(self, message: Any) -> list[Any]:
-        """One message of the children (Transitions or Gradients): the steps it led to."""
+    def consume(self, message: Any, frame: int) -> list[Any]:
+        """One message of the children (Transitions or Gradients): the steps it led to.
+        ``frame`` is the trainer's count of env frames with this message's counted (a
+        resumed run's from its checkpoint), for schedules that follow the frames."""
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
         """Figures logged once a report interval."""

@@ -98,4 +98,4 @@ class A3C(ActorCritic):
                      env_info: EnvInfo) -> A3CLearner:
         from a3c.algos.a3c.learner import A3CLearner
 
-        return A3CLearner(config, net, version_counter, env_info.frames_per_step)
+        return A3CLearner(config, net, version_counter)

@@ -220,11 +220,10 @@ class A3CLearner:
 
     stats_type = StepStats
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, frames_per_step: int = 1):
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor):
         self.learner = Learner(net, loss_settings(config), config.lr, config.adam_eps, config.clip_grad,
                                torch.device(config.device), version_counter, lr_warmup=config.lr_warmup,
                                lr_decay_frames=config.lr_decay_frames)
-        self.frames_per_step = frames_per_step
         self.net = net
         self.optimizer = self.learner.optimizer
         self.steps: TransitionSteps | GradientSteps
@@ -238,12 +237,11 @@ class A3CLearner:
         return self.learner.policy_version
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
-        """Nothing to make: the children feed the learner directly. The frames so far (a
-        resumed run's too) set where the learning rate's decay stands."""
-        self.learner.frames = frame
+        """Nothing to make: the children feed the learner directly."""
 
-    def consume(self, message: Transitions | Gradients) -> list[StepStats]:
-        self.learner.frames += message.transitions * self.frames_per_step
+    def consume(self, message: Transitions | Gradients, frame: int) -> list[StepStats]:
+        """The steps of ``message``, at the learning rate ``frame`` sets (``--lr-decay-frames``)."""
+        self.learner.frames = frame
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:

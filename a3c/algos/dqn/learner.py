@@ -155,7 +155,7 @@ class DQNLearner:
         for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
             writer.add_scalar(f"train/epsilon_{name}", float(value), frame)
 
-    def consume(self, message: Transitions) -> list[QStepStats]:
+    def consume(self, message: Transitions, frame: int) -> list[QStepStats]:
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:

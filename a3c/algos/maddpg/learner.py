@@ -144,7 +144,7 @@ class MADDPGLearner:
         self.steps = ReplaySteps(self.update, replay, config.batch_size, config.replay_ratio, config.learning_starts,
                                  beta=1.0, beta_steps=1, seed=config.seed, stats_type=MADDPGStepStats)
 
-    def consume(self, message: Transitions) -> list[MADDPGStepStats]:
+    def consume(self, message: Transitions, frame: int) -> list[MADDPGStepStats]:
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:

@@ -57,4 +57,4 @@ class PPO(ActorCritic):
                      env_info: EnvInfo) -> PPOLearner:
         from a3c.algos.ppo.learner import PPOLearner
 
-        return PPOLearner(config, net, version_counter, max(1, len(env_info.agents)), env_info.frames_per_step)
+        return PPOLearner(config, net, version_counter, max(1, len(env_info.agents)))

@@ -83,8 +83,7 @@ class PPOLearner:
 
     stats_type = PPOStepStats
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1,
-                 frames_per_step: int = 1):
+    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1):
         self.net = net
         self.config = config
         self.optimizer = make_adam(net, config.lr, config.adam_eps)
@@ -96,26 +95,23 @@ class PPOLearner:
         self.generator = np.random.default_rng(config.seed)
         self._parts: list[tuple[int, TransitionBatch]] = []
         self._held = 0
-        self.frames_per_step = frames_per_step
-        self.frames = 0
 
     @property
     def policy_version(self) -> int:
         return int(self.version_counter)
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
-        """Nothing to make: the children feed the rollout directly. The frames so far (a
-        resumed run's too) set where the learning rate's decay stands."""
-        self.frames = frame
+        """Nothing to make: the children feed the rollout directly."""
 
-    def consume(self, message: Transitions) -> list[PPOStepStats]:
+    def consume(self, message: Transitions, frame: int) -> list[PPOStepStats]:
+        """Holds the rows; a full rollout is trained on at the learning rate ``frame`` sets
+        (``--lr-decay-frames``)."""
         self._parts.append((message.worker_id, message.batch))
         self._held += len(message.batch)
-        self.frames += message.transitions * self.frames_per_step
         if self._held < self.rows:
             return []
         parts, self._parts, self._held = self._parts, [], 0
-        set_lr(self.optimizer, decayed_lr(self.config.lr, self.frames, self.config.lr_decay_frames))
+        set_lr(self.optimizer, decayed_lr(self.config.lr, frame, self.config.lr_decay_frames))
         return self.train(self.prepare(parts))
 
     def prepare(self, parts: list[tuple[int, TransitionBatch]]) -> Rollout:
