@@ -56,12 +56,11 @@ def nature84_preset(cores: int) -> A3CPreset:
 def atari_preset(cores: int, bf16: bool) -> A3CPreset:
     """Where the CPU has bfloat16 instructions (``bf16``): ``nature84_preset`` under bfloat16
     autocast, with a child on each of 2 cores, since the learner's steps then leave it time
-    to spare (docs/performance.md, "bfloat16"), and lr 1e-3, which left Pong's flat start
-    sooner (docs/learning.md, "The learning rate"). Elsewhere ``nature84_preset`` itself."""
+    to spare (docs/performance.md, "bfloat16"). Elsewhere ``nature84_preset`` itself."""
     if not bf16:
         return nature84_preset(cores)
     layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1} if cores == 2 else {}
-    return dataclasses.replace(nature84_preset(cores), bf16=True, lr=1e-3, **layout)
+    return dataclasses.replace(nature84_preset(cores), bf16=True, **layout)
 
 
 def small_preset(cores: int) -> A3CPreset:
