@@ -30,8 +30,9 @@ LR_DECAY_FLOOR = 0.1
 
 def decayed_lr(lr: float, frames: int, decay_frames: int) -> float:
     """``lr`` falling linearly with the frames trained on, to ``LR_DECAY_FLOOR`` of itself at
-    ``decay_frames`` and held there (0: ``lr`` throughout, as ``--lr-decay-frames`` says). The floor keeps a run that
-    goes past the planned length learning, where PPO's common ports decay to 0 at its end."""
+    ``decay_frames`` and held there (0: ``lr`` throughout, as ``--lr-decay-frames`` says).
+    The floor keeps a run that goes past the planned length learning, where PPO's common
+    ports decay to 0 at its end."""
     if not decay_frames:
         return lr
     return lr * max(LR_DECAY_FLOOR, 1.0 - (1.0 - LR_DECAY_FLOOR) * frames / decay_frames)

@@ -114,7 +114,7 @@ class Learner:
         self.lr_warmup = lr_warmup
         self.lr_decay_frames = lr_decay_frames
         self.frames = 0
-        """Frames trained on so far, for the learning rate's decay (the owner counts them)."""
+        """The trainer's frame count, for the learning rate's decay (``A3CLearner.consume`` sets it)."""
         self.optimizer = make_adam(net, lr, adam_eps)
         self.clip_grad = clip_grad
         self.device = device
