@@ -24,18 +24,18 @@ def make_adam(net: nn.Module, lr: float, eps: float) -> torch.optim.Adam:
         return torch.optim.Adam(net.parameters(), lr=lr, eps=eps)
 
 
-LR_DECAY_FLOOR = 0.1
-"""The share of ``--lr`` a decayed learning rate holds once its frames are past."""
+DECAY_FLOOR = 0.1
+"""The share of its start a decayed learning rate or entropy bonus holds once its frames are past."""
 
 
-def decayed_lr(lr: float, frames: int, decay_frames: int) -> float:
-    """``lr`` falling linearly with the frames trained on, to ``LR_DECAY_FLOOR`` of itself at
-    ``decay_frames`` and held there (0: ``lr`` throughout, as ``--lr-decay-frames`` says).
-    The floor keeps a run that goes past the planned length learning, where PPO's common
-    ports decay to 0 at its end."""
+def decayed(start: float, frames: int, decay_frames: int) -> float:
+    """``start`` falling linearly with the frames trained on, to ``DECAY_FLOOR`` of itself at
+    ``decay_frames`` and held there (0: ``start`` throughout), as ``--lr-decay-frames`` and
+    ``--entropy-decay-frames`` say. The floor keeps a run that goes past the planned length
+    learning, where PPO's common ports decay the rate to 0 at its end."""
     if not decay_frames:
-        return lr
-    return lr * max(LR_DECAY_FLOOR, 1.0 - (1.0 - LR_DECAY_FLOOR) * frames / decay_frames)
+        return start
+    return start * max(DECAY_FLOOR, 1.0 - (1.0 - DECAY_FLOOR) * frames / decay_frames)
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

@@ -67,6 +67,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--ray-actor-resource", "actor_host"], "is for --backend ray"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-call-timeout", "0"], "--ray-call-timeout"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"], "data mode"),
+    (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],
+     "--entropy-decay-frames is for data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "nowhere"], "HOST:PORT"),
 ]
 # nothing listens on port 1 of this machine: refused at once, never a minute of retries

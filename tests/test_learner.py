@@ -14,7 +14,7 @@ from a3c.algos.a3c.learner import (
     gradients_by_term,
     relu_activity,
 )
-from a3c.learner import NonFiniteLoss, decayed_lr, new_version_counter
+from a3c.learner import NonFiniteLoss, decayed, new_version_counter
 from a3c.messages import Gradients, Transitions
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
@@ -183,18 +183,33 @@ def test_learning_rate_rises_linearly_over_the_warm_up_then_holds():
 
 
 def test_the_learning_rate_decays_linearly_with_frames_to_a_tenth_and_holds():
-    assert decayed_lr(1e-3, 0, 1000) == pytest.approx(1e-3)
-    assert decayed_lr(1e-3, 500, 1000) == pytest.approx(5.5e-4)  # 1e-3 x (1 - 0.9 x 0.5)
-    assert decayed_lr(1e-3, 1000, 1000) == pytest.approx(1e-4)
-    assert decayed_lr(1e-3, 5000, 1000) == pytest.approx(1e-4)
-    assert decayed_lr(1e-3, 5000, 0) == 1e-3
+    assert decayed(1e-3, 0, 1000) == pytest.approx(1e-3)
+    assert decayed(1e-3, 500, 1000) == pytest.approx(5.5e-4)  # 1e-3 x (1 - 0.9 x 0.5)
+    assert decayed(1e-3, 1000, 1000) == pytest.approx(1e-4)
+    assert decayed(1e-3, 5000, 1000) == pytest.approx(1e-4)
+    assert decayed(1e-3, 5000, 0) == 1e-3
+
+
+def test_a3c_weighs_the_entropy_bonus_by_the_trainers_frame_count():
+    net = MlpA2C(1, 2)
+    batch = make_batch([1, 2, 3, 4])
+    entropy_terms = []
+    for frame, decay_frames in ((500, 0), (500, 1000), (3000, 1000)):
+        config = toy_config(batch_size=4, entropy_beta=0.1, entropy_decay_frames=decay_frames)
+        learner = A3CLearner(config, copy.deepcopy(net), new_version_counter())
+        [stats] = learner.consume(Transitions(0, batch), frame)
+        entropy_terms.append(stats.loss_entropy)
+    constant, halfway, past = entropy_terms
+    assert constant < 0  # the bonus lowers the loss
+    assert halfway == pytest.approx(constant * 0.55, rel=1e-5)  # 1 - 0.9 x 500 / 1000
+    assert past == pytest.approx(constant * 0.1, rel=1e-5)  # held at a tenth
 
 
 def test_a3c_steps_at_the_rate_the_trainers_frame_count_sets_and_its_warmup_scales_it():
     config = toy_config(batch_size=4, lr=1e-2, lr_warmup=10, lr_decay_frames=1000)
     learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter())
     learner.consume(Transitions(0, make_batch([1, 2, 3, 4])), 496)
-    decayed = 1e-2 * (1 - 0.9 * 496 / 1000)
-    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(decayed * 1 / 10)  # the first step of 10
+    expected = 1e-2 * (1 - 0.9 * 496 / 1000)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(expected * 1 / 10)  # the first step of 10
     learner.learner.version_counter.fill_(10)
-    assert learner.learner.current_lr() == pytest.approx(decayed)
+    assert learner.learner.current_lr() == pytest.approx(expected)

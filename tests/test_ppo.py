@@ -1,6 +1,7 @@
 """PPO (--algo ppo): the rows its children send, a rollout put back in sequence order, the
 passes over it, its settings, and CartPole end to end through Trainer, a checkpoint, play and
 compute_action. The GAE, V-trace and loss arithmetic is in test_advantages and test_ppo_loss."""
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,18 @@ def test_the_learning_rate_of_a_rollouts_passes_decays_with_the_frames_so_far():
     for count, (worker, batch) in enumerate(messages, start=1):
         learner.consume(Transitions(worker, batch), 6 + 4 * count)  # 2 steps of 2 frames a message
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 0.9 * 30 / 48))
+
+
+def test_the_entropy_bonus_of_a_rollout_decays_with_the_frames_so_far():
+    net = build_net(describe_env("CartPole-v1"))
+    first_steps = []
+    for decay_frames in (0, 48):
+        config = make_config(env="CartPole-v1", algo="ppo", processes=2, envs_per_process=2, rollout_length=3,
+                             entropy_beta=0.1, entropy_decay_frames=decay_frames)
+        learner = PPOLearner(config, copy.deepcopy(net), torch.zeros((), dtype=torch.int64))
+        results = [learner.consume(Transitions(worker, batch), 30)
+                   for worker, batch in _rows([(worker, [0, 1], [False, False]) for _ in range(3) for worker in (0, 1)])]
+        first_steps.append(results[-1][0])  # the same minibatch on the same weights
+    constant, decayed = first_steps
+    assert constant.loss_entropy < 0
+    assert decayed.loss_entropy == pytest.approx(constant.loss_entropy * (1 - 0.9 * 30 / 48), rel=1e-5)

@@ -34,6 +34,9 @@ class ActorCriticSettings:
                        "smaller one under 256 (a third of the compute)", None, choices=CONVS, family=True)
     lr_decay_frames: int = option("frames over which the learning rate falls linearly to a tenth "
                                   "of --lr, then holds (0: constant)", None, at_least=0, family=True)
+    entropy_decay_frames: int = option("frames over which the entropy bonus falls linearly to a tenth "
+                                       "of --entropy-beta, then holds (0: constant)", None, at_least=0,
+                                       family=True)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class ActorCriticPreset(Preset):
     heads: str = "separate"
     conv: str = "nature"
     lr_decay_frames: int = 0
+    entropy_decay_frames: int = 0
     bf16: bool = False
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from a3c.messages import Gradients, Transitions
 
 from a3c.algos.a3c.acting import loss_settings
-from a3c.learner import clip_and_step, decayed_lr, make_adam, new_version_counter, set_lr
+from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import LossStats, batch_loss, loss_gradients
@@ -107,12 +107,13 @@ class Learner:
     def __init__(self, net: nn.Module, settings: LossSettings, lr: float, adam_eps: float,
                  clip_grad: float, device: torch.device | str,
                  version_counter: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
-                 lr_warmup: int = 0, lr_decay_frames: int = 0):
+                 lr_warmup: int = 0, lr_decay_frames: int = 0, entropy_decay_frames: int = 0):
         self.net = net
         self.settings = settings
         self.lr = lr
         self.lr_warmup = lr_warmup
         self.lr_decay_frames = lr_decay_frames
+        self.entropy_decay_frames = entropy_decay_frames
         self.frames = 0
         """The trainer's frame count, for the learning rate's decay (``A3CLearner.consume`` sets it)."""
         self.optimizer = make_adam(net, lr, adam_eps)
@@ -126,27 +127,35 @@ class Learner:
         return int(self.version_counter)
 
     def current_lr(self) -> float:
-        """``lr`` after its decay over the frames (``decayed_lr``), ramped up linearly over
+        """``lr`` after its decay over the frames (``decayed``), ramped up linearly over
         the first ``lr_warmup`` steps: with a small eps, Adam's first steps move every weight
         by about ``lr`` whatever its gradient's size, and at full ``lr`` those first steps
         silence most of a fresh net's ReLU units."""
-        lr = decayed_lr(self.lr, self.frames, self.lr_decay_frames)
+        lr = decayed(self.lr, self.frames, self.lr_decay_frames)
         if self.policy_version >= self.lr_warmup:
             return lr
         return lr * (self.policy_version + 1) / self.lr_warmup
+
+    def current_settings(self) -> LossSettings:
+        """The loss settings with the entropy bonus decayed over the frames (``decayed``)."""
+        if not self.entropy_decay_frames:
+            return self.settings
+        beta = decayed(self.settings.entropy_beta, self.frames, self.entropy_decay_frames)
+        return replace(self.settings, entropy_beta=beta)
 
     def step(self, transitions: TransitionBatch) -> StepStats:
         """One optimizer step on ``transitions``; raises NonFiniteLoss instead of applying NaNs."""
         lag = None
         if transitions.policy_versions is not None:
             lag = float(self.policy_version - transitions.policy_versions.mean())
+        settings = self.current_settings()
         if self.policy_version % self.diagnose_every:
-            loss = loss_gradients(self.net, transitions, self.settings, self.device)
+            loss = loss_gradients(self.net, transitions, settings, self.device)
             return StepStats(**asdict(loss), grad_norm=self._clip_and_step(loss.loss_total), policy_lag=lag)
         with relu_activity(self.net) as alive:
-            terms, loss = batch_loss(self.net, transitions, self.settings, self.device)
+            terms, loss = batch_loss(self.net, transitions, settings, self.device)
         self.net.zero_grad(set_to_none=True)
-        term_norms = gradients_by_term(self.net, terms, self.settings.value_weight)
+        term_norms = gradients_by_term(self.net, terms, settings.value_weight)
         before = torch.cat([parameter.detach().reshape(-1) for parameter in self.net.parameters()])
         grad_norm = self._clip_and_step(loss.loss_total)
         after = torch.cat([parameter.detach().reshape(-1) for parameter in self.net.parameters()])
@@ -223,7 +232,8 @@ class A3CLearner:
     def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor):
         self.learner = Learner(net, loss_settings(config), config.lr, config.adam_eps, config.clip_grad,
                                torch.device(config.device), version_counter, lr_warmup=config.lr_warmup,
-                               lr_decay_frames=config.lr_decay_frames)
+                               lr_decay_frames=config.lr_decay_frames,
+                               entropy_decay_frames=config.entropy_decay_frames)
         self.net = net
         self.optimizer = self.learner.optimizer
         self.steps: TransitionSteps | GradientSteps
@@ -240,12 +250,14 @@ class A3CLearner:
         """Nothing to make: the children feed the learner directly."""
 
     def consume(self, message: Transitions | Gradients, frame: int) -> list[StepStats]:
-        """The steps of ``message``, at the learning rate ``frame`` sets (``--lr-decay-frames``)."""
+        """The steps of ``message``, at the learning rate and entropy bonus ``frame`` sets
+        (``--lr-decay-frames``, ``--entropy-decay-frames``)."""
         self.learner.frames = frame
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
         writer.add_scalar("train/lr", self.learner.current_lr(), frame)
+        writer.add_scalar("train/entropy_beta", self.learner.current_settings().entropy_beta, frame)
         if isinstance(self.steps, GradientSteps):
             writer.add_scalar("train/dropped_gradients", self.steps.dropped, frame)
 

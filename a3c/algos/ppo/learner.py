@@ -8,14 +8,14 @@ truncated importance weights correct for that lag (``--no-vtrace``: GAE returns)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from a3c.learner import clip_and_step, decayed_lr, make_adam, set_lr
+from a3c.learner import clip_and_step, decayed, make_adam, set_lr
 from lib.advantages import continues, gae, next_values, sequence_order, vtrace
 from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
@@ -104,14 +104,16 @@ class PPOLearner:
         """Nothing to make: the children feed the rollout directly."""
 
     def consume(self, message: Transitions, frame: int) -> list[PPOStepStats]:
-        """Holds the rows; a full rollout is trained on at the learning rate ``frame`` sets
-        (``--lr-decay-frames``)."""
+        """Holds the rows; a full rollout is trained on at the learning rate and entropy bonus
+        ``frame`` sets (``--lr-decay-frames``, ``--entropy-decay-frames``)."""
         self._parts.append((message.worker_id, message.batch))
         self._held += len(message.batch)
         if self._held < self.rows:
             return []
         parts, self._parts, self._held = self._parts, [], 0
-        set_lr(self.optimizer, decayed_lr(self.config.lr, frame, self.config.lr_decay_frames))
+        set_lr(self.optimizer, decayed(self.config.lr, frame, self.config.lr_decay_frames))
+        beta = decayed(self.config.entropy_beta, frame, self.config.entropy_decay_frames)
+        self.loss_settings = replace(self.loss_settings, entropy_beta=beta)
         return self.train(self.prepare(parts))
 
     def prepare(self, parts: list[tuple[int, TransitionBatch]]) -> Rollout:
@@ -160,8 +162,9 @@ class PPOLearner:
                             rollout.policy_lag)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
-        """The learning rate; every other figure is a step's (``PPOStepStats``)."""
+        """The learning rate and entropy bonus; every other figure is a step's (``PPOStepStats``)."""
         writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], frame)
+        writer.add_scalar("train/entropy_beta", self.loss_settings.entropy_beta, frame)
 
     def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
         return {}
