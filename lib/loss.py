@@ -43,10 +43,10 @@ class LossSettings:
     entropy_beta: float
     value_weight: float = 1.0
     bf16: bool = False
+    """Run the forward pass under bfloat16 autocast (weights, gradients, loss stay float32)."""
     normalize_advantages: bool = False
     """Scale each batch's advantages to zero mean and unit deviation before the policy term
     (off by default: on Pong it sped the start and then collapsed the policy, docs/learning.md)."""
-    """Run the forward pass under bfloat16 autocast (weights, gradients, loss stay float32)."""
 
 
 @dataclass
