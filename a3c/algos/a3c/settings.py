@@ -56,14 +56,11 @@ def nature84_preset(cores: int) -> A3CPreset:
 def atari_preset(cores: int, bf16: bool) -> A3CPreset:
     """Where the CPU has bfloat16 instructions (``bf16``): ``nature84_preset`` under bfloat16
     autocast, with a child on each of 2 cores, since the learner's steps then leave it time
-    to spare (docs/performance.md, "bfloat16"), and lr 1.3e-3 falling to a tenth over 13M
-    frames: out of the flat start sooner, near 7e-4 by the climb (docs/learning.md).
-    Elsewhere ``nature84_preset`` itself."""
+    to spare (docs/performance.md, "bfloat16"). Elsewhere ``nature84_preset`` itself."""
     if not bf16:
         return nature84_preset(cores)
     layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1} if cores == 2 else {}
-    return dataclasses.replace(nature84_preset(cores), bf16=True, lr=1.3e-3, lr_decay_frames=13_000_000,
-                               **layout)
+    return dataclasses.replace(nature84_preset(cores), bf16=True, **layout)
 
 
 def small_preset(cores: int) -> A3CPreset:
