@@ -15,6 +15,7 @@ learner has read it.
 """
 from __future__ import annotations
 
+import os
 import queue
 import time
 from dataclasses import dataclass
@@ -71,8 +72,8 @@ def slots_per_child(algorithm: Algorithm, config: Config) -> int:
 class ChildChannel:
     """Both ends of one child's channel; the same object is pickled into the child.
 
-    Every blocking call polls ``stop_event`` so that a child told to stop never waits on
-    a learner that has stopped reading.
+    Every blocking call polls ``stop_event`` and the child's parent so that a child told to
+    stop, or orphaned, never waits on a learner that has stopped reading.
     """
 
     def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any,
@@ -88,10 +89,25 @@ class ChildChannel:
         self.wait_seconds = wait_seconds
         """Shared: seconds this child spent blocked on a full channel, for the benchmark."""
         self._next_slot = 0
+        self.learner_pid = os.getpid()
+        """The process that made the channel: the learner, and its children's parent."""
 
     # child side
+    def orphaned(self) -> bool:
+        """The learner's process is gone without setting the stop event (SIGKILL, a crash),
+        so no one will read a message or free a slot again."""
+        return os.getpid() != self.learner_pid and os.getppid() != self.learner_pid
+
+    def stopped(self) -> bool:
+        return self.stop_event.is_set() or self.orphaned()
+
+    def abandon(self) -> None:
+        """An orphan's exit: drop what the queue's feeder thread still holds, which would
+        otherwise keep the process waiting at exit for a reader that is gone."""
+        self.messages.cancel_join_thread()
+
     def put(self, message: Any) -> bool:
-        """Put, waiting while the queue is full; False if told to stop first."""
+        """Put, waiting while the queue is full; False if stopped or orphaned first."""
         try:
             self.messages.put_nowait(message)
             return True
@@ -99,7 +115,7 @@ class ChildChannel:
             pass
         started = time.monotonic()
         try:
-            while not self.stop_event.is_set():
+            while not self.stopped():
                 try:
                     self.messages.put(message, timeout=POLL_SECONDS)
                     return True
@@ -121,7 +137,7 @@ class ChildChannel:
 
     def put_transitions(self, batch: TransitionBatch) -> bool:
         """Write ``batch.states`` (and ``batch.last_states``, if any) into the next slot and
-        send the other columns; False if stopped."""
+        send the other columns; False if stopped or orphaned."""
         observations = [batch.states] if batch.last_states is None else [batch.states, batch.last_states]
         slot = self._fill_slot(observations)
         if slot is None:
@@ -131,7 +147,7 @@ class ChildChannel:
 
     def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
                      loss: LossStats) -> bool:
-        """Write a flat gradient into the next slot and send its record; False if stopped."""
+        """Write a flat gradient into the next slot and send its record; False if stopped or orphaned."""
         slot = self._fill_slot([gradient[None]])
         if slot is None:
             return False
@@ -140,7 +156,7 @@ class ChildChannel:
 
     def _fill_slot(self, parts: list[np.ndarray]) -> int | None:
         """Wait for a free slot and copy the rows of ``parts`` into it, one after the other;
-        None if told to stop first."""
+        None if stopped or orphaned first."""
         rows = sum(len(part) for part in parts)
         if rows > self.slots.shape[1]:
             raise ValueError(f"{rows} rows do not fit a slot of {self.slots.shape[1]}")
@@ -148,7 +164,7 @@ class ChildChannel:
             started = time.monotonic()
             try:
                 while not self.free_slots.acquire(timeout=POLL_SECONDS):
-                    if self.stop_event.is_set():
+                    if self.stopped():
                         return None
             finally:
                 self.wait_seconds += time.monotonic() - started

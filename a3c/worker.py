@@ -3,7 +3,6 @@ sends (transitions, or A3C's gradients). Imports the acting side only."""
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import sys
 import traceback
@@ -31,6 +30,8 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
     the learner sets the stop event, so a half-written queue message never happens on a signal.
+    A child whose learner died without setting it (SIGKILL) leaves too, dropping what its
+    queue still holds.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -42,6 +43,9 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
         channel.put(WorkerCrashed(worker_id, channel.incarnation, traceback.format_exc()))
         sys.exit(1)
+    finally:
+        if channel.orphaned():
+            channel.abandon()
     # leaving sooner lets the learner's shutdown join sooner: the collection at interpreter
     # exit skips frozen objects (torch's among them); the queue still flushes as before
     gc.freeze()
@@ -74,13 +78,12 @@ def collect(algorithm: Algorithm, config: Config, net: nn.Module, version_counte
             channel: ChildChannel, seed: int) -> None:
     """Act and send the transitions (or what the algorithm makes of them) and finished
     episodes until told to stop or orphaned."""
-    parent_pid = os.getppid()
     torch.manual_seed(seed)
     sender = algorithm.make_sender(config, net, version_counter, channel)
     actor = make_vector_actor(algorithm, config, sender.acting_net, sender.policy_version, seed,
                               channel.worker_id)
     try:
-        while not channel.stop_event.is_set() and os.getppid() == parent_pid:
+        while not channel.stopped():
             task = channel.poll_task()
             if task is not None:
                 actor.set_task(task)

@@ -45,6 +45,18 @@ def test_signal_saves_checkpoint_and_exits_with_no_children(launch, tmp_path, si
     assert reason == {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}[signum]
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", MODES)
+def test_children_of_a_trainer_killed_outright_leave_on_their_own(launch, tmp_path, mode):
+    # SIGKILL leaves no time to set the stop event: the children must notice that their parent
+    # is gone, also while they wait on a full queue or for a free slot that no one will free
+    trainer, children = start_two_children(launch, ["-n", "orphan", "--env", "CartPole-v1", "--logdir",
+                                                    str(tmp_path), "--stop-reward", "1e9", "--mode", mode])
+    trainer.process.kill()
+    trainer.process.wait()
+    assert alive(children, grace=10.0) == []
+
+
 @pytest.mark.timeout(300)
 def test_resume_continues_counters_optimizer_and_tensorboard_steps(launch, tmp_path):
     first = launch(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "15000",
