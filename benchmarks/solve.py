@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from a3c.load import read_progress
-from benchmarks.window import ROOT
+from benchmarks.window import ROOT, stop_trainer
 
 EARLY_FRAMES = (2_000_000, 4_000_000, 6_000_000)
 EARLY_ENTROPY = 1.775
@@ -34,10 +34,15 @@ def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
     command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", env_id, "--seed", str(seed),
                "--logdir", str(logdir), "--max-seconds", str(max_seconds), *extra_args]
     started = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = process.communicate()
+    except BaseException:  # a benchmark told to stop: the trainer saves and stops its children
+        stop_trainer(process)
+        raise
     wall = time.monotonic() - started
-    if result.returncode != 0:
-        raise RuntimeError(f"trainer failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    if process.returncode != 0:
+        raise RuntimeError(f"trainer failed ({process.returncode}):\n{stderr[-2000:]}")
     (run_dir,) = set(logdir.iterdir()) - before
     summary = json.loads((run_dir / "summary.json").read_text())
     records = read_progress(run_dir)

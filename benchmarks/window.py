@@ -239,7 +239,7 @@ def _follow(process: subprocess.Popen, follower: ProgressFollower, segmenter: _S
     return records, pauses
 
 
-def _stop(process: subprocess.Popen) -> None:
+def stop_trainer(process: subprocess.Popen) -> None:
     """SIGTERM (the trainer stops its children and saves), then SIGKILL whatever is left."""
     if process.poll() is None:
         try:
@@ -279,11 +279,11 @@ def run_trainer_window(env_id: str, warmup: float, window: float, extra_args: li
             with TreeMemory(process.pid) as memory:
                 records, pauses = _follow(process, ProgressFollower(Path(logdir)), segmenter, at_boundary)
         except BaseException:
-            _stop(process)
+            stop_trainer(process)
             output.seek(0)
             print(output.read()[-2000:].decode(errors="replace"), file=sys.stderr)
             raise
-        _stop(process)
+        stop_trainer(process)
         if process.returncode != -signal.SIGTERM and process.returncode != 128 + signal.SIGTERM:
             output.seek(0)
             raise RuntimeError(f"trainer failed ({process.returncode}):\n"

@@ -1,8 +1,13 @@
 """The solve part's early signals and its run record, on hand-made progress records and a
 real CartPole run."""
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from a3c.algos.a3c.settings import VECTOR_PRESET
@@ -15,6 +20,8 @@ from benchmarks.solve import (
     reread_early_signals,
     train_to_goal,
 )
+from benchmarks.window import ROOT
+from tests.helpers import alive
 
 
 def record(frames, seconds, reward, entropy_sum, batches):
@@ -65,6 +72,34 @@ def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
     # the settings the run had, from its checkpoint: CartPole has no frames to size or bfloat16
     assert run["settings"] == {"screen_size": None, "bf16": False, "conv": "nature",
                                "processes": VECTOR_PRESET.processes, "envs_per_process": VECTOR_PRESET.envs_per_process}
+
+
+STOPPED_BENCHMARK = """
+import sys
+from pathlib import Path
+from benchmarks.run import exit_on_sigterm
+from benchmarks.solve import train_to_goal
+exit_on_sigterm()
+train_to_goal("CartPole-v1", seed=0, max_seconds=120, logdir=Path(sys.argv[1]), extra_args=("--stop-reward", "1e9"))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_benchmark_told_to_stop_stops_its_trainer_which_saves_and_leaves_no_process(tmp_path: Path):
+    benchmark = subprocess.Popen([sys.executable, "-c", STOPPED_BENCHMARK, str(tmp_path)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("*/progress.jsonl")) or len(psutil.Process(benchmark.pid).children(True)) < 3:
+            assert time.monotonic() < deadline and benchmark.poll() is None, "the trainer did not start"
+            time.sleep(0.2)
+        tree = [child.pid for child in psutil.Process(benchmark.pid).children(recursive=True)]
+        benchmark.terminate()
+        assert benchmark.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        benchmark.kill()
+    assert alive(tree) == []
+    (run_dir,) = tmp_path.iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "terminated"
 
 
 def test_solve_report_lists_each_seed_and_the_peer():
