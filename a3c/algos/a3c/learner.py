@@ -115,7 +115,8 @@ class Learner:
         self.lr_decay_frames = lr_decay_frames
         self.entropy_decay_frames = entropy_decay_frames
         self.frames = 0
-        """The trainer's frame count, for the learning rate's decay (``A3CLearner.consume`` sets it)."""
+        """The trainer's frame count, for the decays of the learning rate and entropy bonus
+        (``A3CLearner.consume`` sets it)."""
         self.optimizer = make_adam(net, lr, adam_eps)
         self.clip_grad = clip_grad
         self.device = device
