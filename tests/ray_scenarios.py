@@ -271,6 +271,9 @@ def own_ray_interrupted(logdir: Path, signum: int = signal.SIGINT, name: str = "
     code = cli.wait(timeout=60)
     left = still_there(lambda: [pid for pid in descendants if alive(pid)])
     run_dir = next(path for path in logdir.iterdir() if path.name.startswith(name + "__"))
+    if not (run_dir / "summary.json").exists():  # say why: the run's own words, not a FileNotFoundError
+        raise AssertionError(f"{name}: no summary.json after signal {signum}, exit {code}, "
+                             f"{len(left)} processes left:\n{''.join(output)[-3000:]}")
     summary = json.loads((run_dir / "summary.json").read_text())
     seen = {"exit_code": code, "descendants": len(descendants), "left": left, "reason": summary["reason"],
             "checkpoint": (run_dir / "checkpoint.pt").exists(), "frames": summary["frames"],
