@@ -42,6 +42,7 @@ class VectorActor:
     under the logits that chose it, and the columns that put rows back into sequences. A
     learner with a critic over every agent (MADDPG) gives ``joint_rows``: a multi-agent env's
     rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
+    ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -52,7 +53,8 @@ class VectorActor:
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
                  clip_rewards: bool = False, screen_size: int | None = None,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
-                 send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False):
+                 send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
+                 return_lambda: float = 1.0):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -63,7 +65,8 @@ class VectorActor:
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size)
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
-                                            self.envs.metadata["autoreset_mode"], clip_rewards)
+                                            self.envs.metadata["autoreset_mode"], clip_rewards,
+                                            lam=return_lambda)
         self._observations, _ = self.envs.reset(seed=seed)
         self._logits_policy_version = policy_version()
         self._logits, _ = self._evaluate(self._observations)

@@ -9,7 +9,8 @@ power of gamma to apply.
 
 Given the values the acting process already computed for the observations it will act on
 next, the accumulator records V(last state) instead of the last state: the learner then
-needs no second forward pass, and the last states never travel between processes.
+needs no second forward pass, and the last states never travel between processes. With
+those values it can also send lambda-returns over each window instead of n-step returns.
 """
 from __future__ import annotations
 
@@ -107,14 +108,25 @@ class NStepAccumulator:
 
     With ``clip_rewards`` the transitions carry the sign of each reward (-1, 0 or 1), as
     Atari agents are trained, while finished episodes still report the game's own score.
+
+    With ``lam`` below 1 (which needs the values) each row's return is the lambda-return
+    truncated at its window: ``G_k = r_k + gamma * ((1 - lam) * V(s_k+1) + lam * G_k+1)``, the
+    window's last step taking its bootstrap value for ``G_k+1``. Its ``rewards`` column is
+    that return less ``gamma ** steps`` times the bootstrap value, so a learner that adds
+    the bootstrap back, as it does for n-step returns, trains on the lambda-return. At
+    ``lam`` 1 this is the n-step return.
     """
 
     def __init__(self, num_envs: int, reward_steps: int, gamma: float,
-                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP, clip_rewards: bool = False):
+                 autoreset_mode: AutoresetMode = AutoresetMode.SAME_STEP, clip_rewards: bool = False,
+                 lam: float = 1.0):
         if autoreset_mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
             raise ValueError(f"autoreset mode {autoreset_mode} is not supported")
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"lambda {lam} is not in [0, 1]")
         self.reward_steps = reward_steps
         self.gamma = gamma
+        self.lam = lam
         self.clip_rewards = clip_rewards
         self.next_step_reset = autoreset_mode == AutoresetMode.NEXT_STEP
         self._pending: list[deque] = [deque() for _ in range(num_envs)]
@@ -150,6 +162,8 @@ class NStepAccumulator:
         ``ends``).
         """
         with_values = next_values is not None
+        if self.lam < 1.0 and not with_values:
+            raise ValueError("lambda-returns need the values of the next observations")
         emitted: list[tuple] = []
         episodes: list[EpisodeResult] = []
         active = infos.get("active")
@@ -159,17 +173,20 @@ class NStepAccumulator:
             reward = float(rewards[env_index])
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
+            next_value = float(next_values[env_index]) if with_values else None
             pending.append((observations[env_index], int(actions[env_index]), trained_reward,
-                            policy_version, log_prob))
+                            policy_version, log_prob, next_value))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:
                 if terminated[env_index]:
                     bootstrap = None
+                    pending[-1] = (*pending[-1][:5], 0.0)
                 elif self.next_step_reset:
                     bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
                 elif with_values:
                     bootstrap = float(final_values[env_index])
+                    pending[-1] = (*pending[-1][:5], bootstrap)
                 else:
                     bootstrap = infos["final_obs"][env_index]
                 while pending:
@@ -190,12 +207,25 @@ class NStepAccumulator:
                    ends: bool) -> tuple:
         """The oldest pending transition; ``bootstrap`` is its last state or V(last state),
         None when its episode terminated."""
-        discounted = 0.0
-        for power, (_, _, reward, _, _) in enumerate(pending):
-            discounted += reward * self.gamma ** power
         steps = len(pending)
-        state, action, _, policy_version, log_prob = pending.popleft()
+        if self.lam < 1.0:
+            discounted = self._lambda_return(pending) - self.gamma ** steps * (bootstrap or 0.0)
+        else:
+            discounted = 0.0
+            for power, entry in enumerate(pending):
+                discounted += entry[2] * self.gamma ** power
+        state, action, _, policy_version, log_prob, _ = pending.popleft()
         return state, action, discounted, bootstrap, steps, policy_version, log_prob, env_index, ends
+
+    def _lambda_return(self, pending: deque) -> float:
+        """The lambda-return of the oldest pending step over the steps pending; each step
+        holds V of the state it led to (0 after a termination), the last one's being the
+        bootstrap value."""
+        entries = list(pending)
+        following = entries[-1][5]
+        for _, _, reward, _, _, next_value in reversed(entries):
+            following = reward + self.gamma * ((1.0 - self.lam) * next_value + self.lam * following)
+        return following
 
 
 def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:

@@ -70,6 +70,9 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],
      "--entropy-decay-frames is for data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "nowhere"], "HOST:PORT"),
+    (["-n", "x", "--env", "CartPole-v1", "--return-lambda", "1.5"], "--return-lambda"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],
+     "--return-lambda is a setting of --algo a3c, not of --algo ppo"),
 ]
 # nothing listens on port 1 of this machine: refused at once, never a minute of retries
 BAD_INPUTS.append((["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "127.0.0.1:1"],

@@ -159,3 +159,40 @@ def test_clipped_rewards_train_on_signs_and_episodes_report_the_score():
     batch, episodes = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, clip_rewards=True), 5)
     assert [row[1] for row in rows(batch)] == [1.75, 1.75, 1.75, 1.5, 1.0]
     assert episodes == [EpisodeResult(15.0, 5)]
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+def test_lambda_returns_worked_out_by_hand(truncate):
+    # rewards 1..5, n = 3, lambda 0.5, V(obs) = obs, so V(s_t) = t and the next episode's
+    # first state is worth 100 (never read: a termination's next value is 0). Backwards,
+    # G_k = r_k + .5 * (.5 * V(s_k+1) + .5 * G_k+1), the window's last G_k+1 its bootstrap;
+    # the row holds G less .5**steps times the bootstrap. Row 0: G_2 = 3 + .5*3 = 4.5,
+    # G_1 = 2 + .5*(1 + 2.25) = 3.625, G_0 = 1 + .5*(.5 + 1.8125) = 2.15625, less .125*3.
+    # Row 1: G_3 = 6, G_2 = 5.25, G_1 = 3.8125, less .125*4. Terminated, the last rows have
+    # no bootstrap: G_4 = 5, G_3 = 4 + .5*(2 + 2.5) = 6.25, G_2 = 3 + .5*(1.5 + 3.125).
+    # Truncated, V(s5) = 5 is the bootstrap: G_4 = 7.5, G_3 = 6.875, G_2 = 5.46875.
+    accumulator = NStepAccumulator(1, 3, GAMMA, lam=0.5)
+    batch, _ = run_steps(single(5, truncate), accumulator, 5, value_of=lambda obs: float(obs[0]))
+    if truncate:
+        tail = [5.46875 - .125 * 5, 6.875 - .25 * 5, 7.5 - .5 * 5]
+    else:
+        tail = [5.3125, 6.25, 5.0]
+    assert batch.rewards.tolist() == pytest.approx([2.15625 - .375, 3.8125 - .5, *tail])
+    assert batch.steps.tolist() == [3, 3, 3, 2, 1]
+    assert batch.dones.tolist() == [False, False, not truncate, not truncate, not truncate]
+
+
+def test_lambda_one_is_the_n_step_return():
+    value_of = lambda observation: 1000.0 + float(observation[0])  # noqa: E731
+    n_step, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA), 12, value_of)
+    lambda_one, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=1.0), 12, value_of)
+    lambda_near_one, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=0.999999), 12, value_of)
+    assert np.array_equal(lambda_one.rewards, n_step.rewards)
+    assert lambda_near_one.rewards.tolist() == pytest.approx(n_step.rewards.tolist(), abs=1e-3)
+
+
+def test_lambda_returns_need_values_and_a_lambda_in_range():
+    with pytest.raises(ValueError, match="not in"):
+        NStepAccumulator(1, 3, GAMMA, lam=1.5)
+    with pytest.raises(ValueError, match="need the values"):
+        run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=0.5), 1)

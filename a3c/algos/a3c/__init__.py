@@ -76,6 +76,9 @@ class A3C(ActorCritic):
     def describe(self, config: Config) -> str:
         return f"a3c, {config.mode} mode"
 
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda}
+
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:
         if config.mode != "grads":

@@ -19,6 +19,9 @@ class A3CSettings(ActorCriticSettings):
 
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
+    return_lambda: float = option("lambda of the returns the children send: each transition's "
+                                  "lambda-return over its n-step window (1: the n-step return)", 1.0,
+                                  at_least=0.0, at_most=1.0)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
