@@ -20,8 +20,8 @@ class A3CSettings(ActorCriticSettings):
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
     return_lambda: float = option("lambda of the returns the children send: each transition's "
-                                  "lambda-return over its n-step window (1: the n-step return)", 1.0,
-                                  at_least=0.0, at_most=1.0)
+                                  "lambda-return over its n-step window (1: the n-step return)", None,
+                                  at_least=0.0, at_most=1.0, family=True)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
@@ -37,6 +37,7 @@ class A3CPreset(ActorCriticPreset):
     """Every family setting of A3C."""
 
     lr_warmup: int = 0
+    return_lambda: float = 1.0
 
 
 def reference_preset(cores: int) -> A3CPreset:
@@ -49,11 +50,12 @@ def reference_preset(cores: int) -> A3CPreset:
 def nature84_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
     shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
-    warmed up over 500 steps, 20-step returns, the value loss at half weight; float32, layout
-    from ``cores``. The Atari defaults where the CPU has no bfloat16
+    warmed up over 500 steps, lambda-returns (0.95) over 20-step windows, the value loss at
+    half weight; float32, layout from ``cores``. The Atari defaults where the CPU has no bfloat16
     instructions (``--preset nature84`` anywhere)."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
-                               lr=7e-4, reward_steps=20, value_weight=0.5, clip_grad=0.5)
+                               lr=7e-4, reward_steps=20, return_lambda=0.95, value_weight=0.5,
+                               clip_grad=0.5)
 
 
 def atari_preset(cores: int, bf16: bool) -> A3CPreset:
