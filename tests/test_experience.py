@@ -183,7 +183,7 @@ def test_lambda_returns_worked_out_by_hand(truncate):
 
 
 def test_lambda_one_is_the_n_step_return():
-    value_of = lambda observation: 1000.0 + float(observation[0])  # noqa: E731
+    value_of = lambda observation: 1000.0 + float(observation[0])
     n_step, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA), 12, value_of)
     lambda_one, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=1.0), 12, value_of)
     lambda_near_one, _ = run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=0.999999), 12, value_of)
