@@ -18,7 +18,8 @@ from lib.models import build_net
 def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
     settings = {"name": "test", "env_id": env, "processes": 2, "envs_per_process": 1,
                 "batch_size": 8, "reward_steps": 3, "gamma": 0.5, "lr": 1e-3, "learner_threads": 1,
-                "entropy_beta": 0.01, "clip_grad": 1.0, "adam_eps": 1e-3, "value_weight": 1.0, "lr_warmup": 0, "return_lambda": 1.0, "heads": "separate",
+                "entropy_beta": 0.01, "clip_grad": 1.0, "adam_eps": 1e-3, "value_weight": 1.0, "lr_warmup": 0,
+                "return_lambda": 1.0, "heads": "separate",
                 "bf16": False, "lr_decay_frames": 0, "entropy_decay_frames": 0,
                 "stop_reward": None}
     settings.update(overrides)

@@ -8,8 +8,11 @@ import numpy as np
 import torch
 
 from a3c.actor import VectorActor
+from a3c.algos import get_algorithm
+from a3c.worker import make_vector_actor
 from lib.envs import describe_env
 from lib.models import build_net
+from tests.helpers import toy_config
 
 COUNTING = "tests.toy_envs:Counting-v0"
 
@@ -68,3 +71,25 @@ def test_bf16_actor_runs_its_acting_pass_in_bfloat16_and_hands_out_float32_value
         actor.close()
     assert layer_outputs and set(layer_outputs) == {torch.bfloat16}
     assert steps[-1].batch.last_values.dtype == np.float32
+
+
+def test_an_a3c_child_sends_lambda_returns_from_its_own_values():
+    # --return-lambda reaches the child's accumulator: the step-0 rows after 3 steps hold,
+    # with lambda 0.5 and gamma 0.5, r0 + .5 * (.5 * V(s1) + .5 * (r1 + .5 * (.5 * V(s2)
+    # + .5 * (r2 + .5 * V(s3))))) less .5**3 * V(s3), V from the acting net itself
+    config = toy_config(envs_per_process=2, return_lambda=0.5)
+    torch.manual_seed(0)
+    net = build_net(describe_env(COUNTING))
+    actor = make_vector_actor(get_algorithm("a3c"), config, net, lambda: 0, seed=0, worker_id=0)
+    try:
+        steps = [actor.step() for _ in range(3)]
+    finally:
+        actor.close()
+    with torch.no_grad():
+        _, values = net(torch.tensor([[1.0], [2.0], [3.0]]))
+    v1, v2, v3 = values.tolist()
+    last = 3 + .5 * v3
+    middle = 2 + .5 * (.5 * v2 + .5 * last)
+    expected = 1 + .5 * (.5 * v1 + .5 * middle) - .5 ** 3 * v3
+    np.testing.assert_allclose(steps[-1].batch.rewards, [expected] * 2, rtol=1e-5)
+    assert abs(expected - 2.75) > 0.01  # not the n-step return's reward sum
