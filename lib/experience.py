@@ -173,7 +173,7 @@ class NStepAccumulator:
             reward = float(rewards[env_index])
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
-            next_value = float(next_values[env_index]) if with_values else None
+            next_value = self._next_value(env_index, terminated, truncated, next_values, final_values)
             pending.append((observations[env_index], int(actions[env_index]), trained_reward,
                             policy_version, log_prob, next_value))
             self._episode_rewards[env_index] += reward
@@ -181,12 +181,10 @@ class NStepAccumulator:
             if terminated[env_index] or truncated[env_index]:
                 if terminated[env_index]:
                     bootstrap = None
-                    pending[-1] = (*pending[-1][:5], 0.0)
-                elif self.next_step_reset:
-                    bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
                 elif with_values:
-                    bootstrap = float(final_values[env_index])
-                    pending[-1] = (*pending[-1][:5], bootstrap)
+                    bootstrap = next_value
+                elif self.next_step_reset:
+                    bootstrap = next_observations[env_index]
                 else:
                     bootstrap = infos["final_obs"][env_index]
                 while pending:
@@ -197,11 +195,24 @@ class NStepAccumulator:
                 self._episode_rewards[env_index] = 0.0
                 self._episode_lengths[env_index] = 0
             elif len(pending) == self.reward_steps:
-                bootstrap = float(next_values[env_index]) if with_values else next_observations[env_index]
+                bootstrap = next_value if with_values else next_observations[env_index]
                 emitted.append(self._pop_first(pending, bootstrap, env_index, ends=False))
         if self.next_step_reset:
             self._resetting = np.logical_or(terminated, truncated)
         return _stack(emitted, with_values), episodes
+
+    def _next_value(self, env_index: int, terminated: np.ndarray, truncated: np.ndarray,
+                    next_values: np.ndarray | None, final_values: np.ndarray | None) -> float | None:
+        """V of the state env ``env_index``'s step led to, None without values: 0 after a
+        termination, V(real final observation) after a SAME_STEP truncation (whose next
+        observation is already the next episode's), else V(next observation)."""
+        if next_values is None:
+            return None
+        if terminated[env_index]:
+            return 0.0
+        if truncated[env_index] and not self.next_step_reset:
+            return float(final_values[env_index])
+        return float(next_values[env_index])
 
     def _pop_first(self, pending: deque, bootstrap: np.ndarray | float | None, env_index: int,
                    ends: bool) -> tuple:
@@ -221,9 +232,8 @@ class NStepAccumulator:
         """The lambda-return of the oldest pending step over the steps pending; each step
         holds V of the state it led to (0 after a termination), the last one's being the
         bootstrap value."""
-        entries = list(pending)
-        following = entries[-1][5]
-        for _, _, reward, _, _, next_value in reversed(entries):
+        following = pending[-1][5]
+        for _, _, reward, _, _, next_value in reversed(pending):
             following = reward + self.gamma * ((1.0 - self.lam) * next_value + self.lam * following)
         return following
 
