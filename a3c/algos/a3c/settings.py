@@ -50,11 +50,11 @@ def reference_preset(cores: int) -> A3CPreset:
 def nature84_preset(cores: int) -> A3CPreset:
     """The reference layout and batch with what let the policy learn (docs/learning.md): a
     shared 512-unit layer over the Nature CNN under linear heads, a scale-free Adam (eps 1e-5)
-    warmed up over 500 steps, lambda-returns (0.95) over 40-step windows, the value loss at
+    warmed up over 500 steps, lambda-returns (0.95) over 20-step windows, the value loss at
     half weight; float32, layout from ``cores``. The Atari defaults where the CPU has no bfloat16
     instructions (``--preset nature84`` anywhere)."""
     return dataclasses.replace(reference_preset(cores), heads="shared", adam_eps=1e-5, lr_warmup=500,
-                               lr=7e-4, reward_steps=40, return_lambda=0.95, value_weight=0.5,
+                               lr=7e-4, reward_steps=20, return_lambda=0.95, value_weight=0.5,
                                clip_grad=0.5)
 
 
