@@ -21,10 +21,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_on_config_error(error)
 
     def exit_now(code: int) -> None:
-        """A second Ctrl-C or SIGTERM: kill the children and leave without saving; the last
-        checkpoint on disk stays readable, since checkpoints are replaced by rename."""
+        """A second Ctrl-C or SIGTERM: kill the children and leave at once. The ending saves
+        first, so this costs the final checkpoint only when it comes during the save; the last
+        one on disk stays readable either way, since checkpoints are replaced by rename."""
         trainer.kill()
-        print("second interrupt: children killed, exiting without the final checkpoint",
+        print("second interrupt: children killed, exiting at once",
               file=sys.stderr, flush=True)
         os._exit(code)
 

@@ -380,24 +380,29 @@ class Trainer:
         run.writer.add_scalar("train/rollbacks", run.counters.rollbacks, run.counters.frames)
 
     def _end(self, reason: str) -> None:
-        """The run's ending: children stopped in order, checkpoint.pt (not after a non-finite
-        loss, which keeps the last good one) and best.pt, summary.json."""
+        """The run's ending: checkpoint.pt (not after a non-finite loss, which keeps the last
+        good one), best.pt and summary.json first, then the children stopped in order. Saved
+        first, the checkpoint cannot be lost to children, actors or a cluster that are slow
+        to stop or already gone (a SIGTERM to the whole process group reaches them too)."""
         self.ending = True
         self._ended = reason
-        if reason in ("interrupted", "terminated"):
-            print(f"{reason}: stopping the children and saving the checkpoint "
-                  "(a second Ctrl-C or SIGTERM leaves at once, without it)", flush=True)
+        signalled = reason in ("interrupted", "terminated")
+        if signalled:
+            print(f"{reason}: saving the checkpoint, then stopping the children "
+                  "(a second Ctrl-C or SIGTERM leaves at once)", flush=True)
+        run = self._run
         try:
-            if self._pool is not None:
-                self._pool.close()
-                self._pool = None
-        finally:
-            run = self._run
             if reason != "non_finite":
                 self._save("checkpoint.pt")
                 self._save_best()
             run.write_summary(reason, self._seconds)
             run.writer.flush()
+            if signalled:
+                print("checkpoint saved; stopping the children", flush=True)
+        finally:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
 
     def _save(self, name: str, directory: Path | None = None) -> Path:
         path = self._learner_state().save(name, directory)

@@ -71,7 +71,9 @@ def test_too_few_cpus_and_other_code_are_refused_and_a_hung_actor_is_replaced(se
                                       "'actor_host' have 0 besides the learner's 1")
     assert "runs other a3c code" in cluster["other_code"] and "same version" in cluster["other_code"]
     hung = cluster["hung"]
+    # the first hung actor is replaced, the replacement hangs too and spends the budget
     assert hung["reason"] == "worker_died" and "taken for hung" in hung["message"], hung
+    assert hung["restarts"] == 1, hung
     assert hung["seconds"] < 60, hung
 
 
@@ -88,11 +90,12 @@ def test_ppo_on_ray_solves_cartpole_from_rollouts_of_its_actors(seen):
 
 
 @pytest.mark.timeout(600)
-def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_resumes(seen):
+def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_a_resume_ends_by_sigterm(seen):
     own = seen["own"]
-    assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["checkpoint"], own["output"]
+    assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["saved"], own["output"]
     assert own["descendants"] >= 3 and own["left"] == [], own["output"]
-    assert own["resumed_exit_code"] == 0 and own["resumed_frames"] > own["frames"], own["resumed_output"]
-    term = seen["terminated"]
-    assert term["exit_code"] == 143 and term["reason"] == "terminated" and term["checkpoint"], term["output"]
-    assert term["left"] == [], term["output"]
+    term = seen["terminated"]  # the resume of own's checkpoint
+    # a SIGTERM to the group would otherwise end the daemons while the run is still ending
+    assert len(term["daemons_block_sigterm"]) == 2 and all(term["daemons_block_sigterm"]), term
+    assert term["exit_code"] == 143 and term["reason"] == "terminated" and term["saved"], term["output"]
+    assert term["frames"] > own["frames"] and term["left"] == [], term["output"]

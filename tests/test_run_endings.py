@@ -130,15 +130,18 @@ def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(ca
 @pytest.mark.timeout(120)
 def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(launch, tmp_path):
     # SlowClose children take 30 s to close their envs, so the first Ctrl-C's ordered
-    # shutdown would wait its full 5 s join; the second one kills them and leaves.
+    # shutdown would wait its full 5 s join; the second one kills them and leaves, with the
+    # checkpoint and summary the first one saved before stopping them.
     trainer, children = start_two_children(launch, ["-n", "twice", "--env", "tests.toy_envs:SlowClose-v0",
                                                     "--logdir", str(tmp_path), "--stop-reward", "1e9"])
     trainer.process.send_signal(signal.SIGINT)
-    trainer.wait_for("a second Ctrl-C")  # the ordered shutdown has begun
+    trainer.wait_for("checkpoint saved; stopping the children")
     trainer.process.send_signal(signal.SIGINT)
     assert trainer.finish(timeout=60) == 130, trainer.output
     assert "second interrupt" in trainer.output
-    assert not (only_run_dir(tmp_path) / "summary.json").exists()  # left without the ordered ending
+    run_dir = only_run_dir(tmp_path)
+    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "interrupted"
+    assert load_checkpoint(run_dir / "checkpoint.pt")["counters"]["frames"] > 0
     assert alive(children) == []
 
 
@@ -147,7 +150,7 @@ def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(launch, tmp_path):
 def test_killed_child_is_restarted_and_the_run_finishes(launch, tmp_path, mode):
     trainer, children = start_two_children(launch, ["-n", "restart", "--env", "CartPole-v1", "--logdir",
                                                     str(tmp_path), "--stop-reward", "1e9",
-                                                    "--max-seconds", "20", "--mode", mode])
+                                                    "--max-seconds", "8", "--mode", mode])
     os.kill(children[0], signal.SIGKILL)
     trainer.wait_for("worker 0 died with exit code -9; restarting it (1 of 3 restarts)")
     restarted = trainer.wait_for_children(2)
