@@ -42,8 +42,8 @@ def connect(address: str | None, cpus: int | None = None) -> bool:
     machine's) bound to 127.0.0.1; True if Ray was started here (``disconnect`` stops it).
     Nothing to do, and False, when this process is already connected. The Ctrl-C and SIGTERM
     handlers in place before stay: Ray's driver would otherwise take SIGTERM for itself. A local
-    Ray's daemons ignore both signals until the run stops them, which costs ``ray.shutdown``
-    its one-second wait for each of them (about 5 s)."""
+    Ray's daemons have both signals blocked, so they stay up until the run stops them; that
+    costs ``ray.shutdown`` its one-second wait for each of them (about 5 s)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
