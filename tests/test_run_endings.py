@@ -18,12 +18,18 @@ PROGRESS = "mean-100 reward"
 """In every console progress line: the learner's loop is running on the children's data."""
 
 
+def trained(line: str) -> bool:
+    """A progress line with frames counted: the learner has taken the children's data (on a
+    loaded machine the first lines can still say ``frames 0``)."""
+    return PROGRESS in line and line.startswith("frames ") and line.split()[1] != "0"
+
+
 def start_two_children(launch, args: list[str], env: dict | None = None) -> tuple[Trainer, list[int]]:
-    """Start the trainer with two children, progress each second, and wait for its first
-    progress line; (trainer, child pids). Two, whatever the core count gives, so that one
-    can die while the other goes on."""
+    """Start the trainer with two children, progress each second, and wait for a progress
+    line with frames counted; (trainer, child pids). Two, whatever the core count gives, so
+    that one can die while the other goes on."""
     trainer = launch([*args, "--processes", "2", "--report-interval", "1"], env)
-    trainer.wait_for(PROGRESS)
+    trainer.wait_for(trained)
     return trainer, trainer.wait_for_children(2)
 
 
