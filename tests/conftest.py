@@ -3,6 +3,7 @@ are printed, so a test waits for the event it needs (a progress line, a restart)
 sleeping for a guess at how fast this machine is."""
 from __future__ import annotations
 
+import importlib.util
 import queue
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, namespace_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,3 +114,20 @@ def launch() -> Iterator[Callable[..., Trainer]]:
         if trainer.process.poll() is None:
             trainer.process.kill()
             trainer.process.wait()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start Ray's two-node scenario now if a selected test reads it, so that its waiting
+    overlaps the tests before it (tests/namespaces.py)."""
+    wanted = any("seen" in getattr(item, "fixturenames", ()) and item.nodeid.startswith("tests/test_ray_backend.py")
+                 for item in session.items)
+    wanted = wanted and not session.config.option.collectonly
+    if wanted and importlib.util.find_spec("ray") is not None and namespace_problem() is None:
+        session.config.stash[RAY_SCENARIO] = Scenario(RAY_SCENARIOS)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A scenario no test waited for (a run stopped early) leaves nothing behind."""
+    scenario = session.config.stash.get(RAY_SCENARIO, None)
+    if scenario is not None:
+        scenario.stop()

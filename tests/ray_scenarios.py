@@ -20,6 +20,7 @@ tests/test_ray_backend.py; prints one JSON object of what it saw, for that test 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -299,7 +301,24 @@ def own_ray_interrupted(logdir: Path, signum: int, resume: Path | None = None) -
             "output": "".join(output)[-3000:]}
 
 
+def leave_with_parent() -> None:
+    """Once the pytest that started this scenario is gone (killed by a timeout, say), kill
+    every process the scenario started (the nodes, their daemons, a CLI run) and exit."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> None:
+    leave_with_parent()
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     with tempfile.TemporaryDirectory() as folder:
         logdir = Path(folder)

@@ -35,7 +35,14 @@ def test_bound_is_the_cores_over_the_summed_median_costs(probe):
 
 def _spawned_children() -> list[psutil.Process]:
     """This process's multiprocessing children, not its resource tracker."""
-    return [child for child in psutil.Process().children() if "spawn_main" in " ".join(child.cmdline())]
+    children = []
+    for child in psutil.Process().children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):
+                children.append(child)
+        except psutil.NoSuchProcess:  # gone, or a zombie not reaped yet
+            continue
+    return children
 
 
 def test_rounds_run_on_one_core_with_a_companion_on_each_other_core_and_leave_nothing_behind(probe):

@@ -6,16 +6,12 @@ replaced, DQN's blocks reaching the replay buffer, PPO solving CartPole, too few
 refused, a Ctrl-C or SIGTERM that stops every actor and the Ray the run started, and a
 resume (tests/ray_scenarios.py). Bad backend flags are one line and exit 2
 (tests/test_cli.py)."""
-import json
-import subprocess
-import sys
-
 import pytest
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
 from a3c.ray_actor import BLOCKS_IN_FLIGHT, block_steps
-from tests.test_sweep import ROOT, _namespace_problem
+from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, namespace_problem
 
 
 def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queues():
@@ -30,15 +26,15 @@ def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queue
 
 
 @pytest.fixture(scope="module")
-def seen():
+def seen(request):
+    """What tests/ray_scenarios.py saw: the run that started once the suite was collected
+    (conftest.py), or one started now."""
     pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
-    problem = _namespace_problem()
+    problem = namespace_problem()
     if problem:
         pytest.skip(problem)
-    finished = subprocess.run(["unshare", "-rn", sys.executable, "-m", "tests.ray_scenarios"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=540, check=False)
-    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-5000:]
-    return json.loads(finished.stdout.strip().splitlines()[-1])
+    scenario = request.config.stash.get(RAY_SCENARIO, None) or Scenario(RAY_SCENARIOS)
+    return scenario.result(timeout=540)
 
 
 @pytest.mark.timeout(600)

@@ -1,18 +1,15 @@
 """Sweeps: the grid's parsing and the table by hand, and a real two-trial sweep on Ray Tune
 inside a network namespace of its own (only loopback up), so Ray can reach no other address."""
 import json
-import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from a3c.config import ConfigError
 from a3c.sweep import combinations, format_table, parse_grid, summarize
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.namespaces import ROOT, namespace_problem
 
 
 def test_grid_values_take_their_settings_types_and_combine_in_order():
@@ -58,21 +55,10 @@ def test_bad_sweep_input_exits_2_before_ray_starts(capsys):
     assert time.monotonic() - started < 10
 
 
-def _namespace_problem() -> str | None:
-    """Why a network namespace cannot be made here, or None."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "unshare or ip is not installed"
-    probe = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"], check=False,
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"network namespaces are not permitted here: {probe.stderr.strip()}"
-    return None
-
-
 @pytest.mark.timeout(420)
 def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_path):
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    problem = _namespace_problem()
+    problem = namespace_problem()
     if problem:
         pytest.skip(problem)
     sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "

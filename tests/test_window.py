@@ -16,6 +16,7 @@ from benchmarks.window import (
     window_figures,
 )
 from tests.helpers import alive
+from tests.namespaces import scenario_processes
 
 
 def _record(seconds: float, transitions: int, busy: float, wait: float, child_wait: float,
@@ -129,11 +130,11 @@ def test_paused_stops_the_whole_tree_and_resumes_it_even_when_the_body_raises(pa
 
 def _descendants() -> list[psutil.Process]:
     """This process's descendants but multiprocessing's resource tracker (an earlier test's
-    spawned processes leave one running for good)."""
-    descendants = []
+    spawned processes leave one running for good) and Ray's scenario (tests/namespaces.py)."""
+    descendants, scenario = [], scenario_processes()
     for child in psutil.Process().children(recursive=True):
         try:
-            if "resource_tracker" not in " ".join(child.cmdline()):
+            if "resource_tracker" not in " ".join(child.cmdline()) and child.pid not in scenario:
                 descendants.append(child)
         except psutil.NoSuchProcess:
             continue

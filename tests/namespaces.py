@@ -1,0 +1,92 @@
+"""Ray's scenarios run in a network namespace of their own (only loopback up). The two-node
+scenario mostly waits (nodes starting, actors timing out: about a third of a core over its
+three minutes), so it starts as soon as the suite is collected and runs beside the tests
+before it; ``tests/test_ray_backend.py`` collects its result."""
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RAY_SCENARIOS = ["unshare", "-rn", sys.executable, "-m", "tests.ray_scenarios"]
+
+
+def namespace_problem() -> str | None:
+    """Why a network namespace cannot be made here, or None."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "unshare or ip is not installed"
+    probe = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"], check=False,
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"network namespaces are not permitted here: {probe.stderr.strip()}"
+    return None
+
+
+class Scenario:
+    """``command`` started now in a session of its own, its output in files (a pipe nobody
+    reads would fill and stall it); ``result`` waits for it, ``stop`` kills what is left."""
+
+    def __init__(self, command: list[str]):
+        # open past this call: the scenario writes to them while the tests before it run
+        self._stdout = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(command, cwd=ROOT, stdout=self._stdout, stderr=self._stderr,
+                                        text=True, start_new_session=True)
+        # reaped as soon as it exits, so that tests listing this process's children see no zombie
+        threading.Thread(target=self.process.wait, daemon=True).start()
+
+    def result(self, timeout: float) -> dict:
+        """The JSON object the scenario printed last; fails with its output's tail if it
+        failed or ran past ``timeout`` seconds from its start."""
+        try:
+            code = self.process.wait(timeout=max(0.0, self.started + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            code = None
+        self._stdout.seek(0)
+        self._stderr.seek(0)
+        stdout, stderr = self._stdout.read(), self._stderr.read()
+        self._stdout.close()
+        self._stderr.close()
+        assert code == 0, f"exit {code}:\n{stdout[-3000:]}{stderr[-5000:]}"
+        return json.loads(stdout.strip().splitlines()[-1])
+
+    def stop(self) -> None:
+        """Kill the scenario and everything it started (its Ray nodes run in sessions of
+        their own, out of reach of a signal to its group)."""
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for process in [*psutil.Process(self.process.pid).children(recursive=True)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+        self.process.kill()
+        self.process.wait()
+
+
+def scenario_processes() -> set[int]:
+    """The PIDs of a scenario this process started that still runs, and of its descendants:
+    tests that check what this process leaves behind leave these out."""
+    pids = set()
+    for child in psutil.Process().children():
+        try:
+            if "tests.ray_scenarios" in child.cmdline():
+                pids |= {child.pid, *(process.pid for process in child.children(recursive=True))}
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
+RAY_SCENARIO = pytest.StashKey[Scenario]()
+"""Where conftest.py keeps the two-node scenario it started, if the run selected its tests."""
