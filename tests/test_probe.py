@@ -7,6 +7,7 @@ from benchmarks.affinity import CAN_PIN, available_cores
 from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
 from benchmarks.report import markdown_report
 from benchmarks.run import probe_through_pong, segment_fractions
+from tests.helpers import own_children
 
 CARTPOLE = "CartPole-v1"
 
@@ -35,14 +36,7 @@ def test_bound_is_the_cores_over_the_summed_median_costs(probe):
 
 def _spawned_children() -> list[psutil.Process]:
     """This process's multiprocessing children, not its resource tracker."""
-    children = []
-    for child in psutil.Process().children():
-        try:
-            if "spawn_main" in " ".join(child.cmdline()):
-                children.append(child)
-        except psutil.NoSuchProcess:  # gone, or a zombie not reaped yet
-            continue
-    return children
+    return own_children(lambda command: "spawn_main" in command)
 
 
 def test_rounds_run_on_one_core_with_a_companion_on_each_other_core_and_leave_nothing_behind(probe):

@@ -29,11 +29,13 @@ def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queue
 def seen(request):
     """What tests/ray_scenarios.py saw: the run that started once the suite was collected
     (conftest.py), or one started now."""
-    pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
-    problem = namespace_problem()
-    if problem:
-        pytest.skip(problem)
-    scenario = request.config.stash.get(RAY_SCENARIO, None) or Scenario(RAY_SCENARIOS)
+    scenario = request.config.stash.get(RAY_SCENARIO, None)
+    if scenario is None:
+        pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
+        problem = namespace_problem()
+        if problem:
+            pytest.skip(problem)
+        scenario = Scenario(RAY_SCENARIOS)
     return scenario.result(timeout=540)
 
 

@@ -15,7 +15,7 @@ from benchmarks.window import (
     run_trainer_window,
     window_figures,
 )
-from tests.helpers import alive
+from tests.helpers import alive, own_children
 from tests.namespaces import scenario_processes
 
 
@@ -131,14 +131,9 @@ def test_paused_stops_the_whole_tree_and_resumes_it_even_when_the_body_raises(pa
 def _descendants() -> list[psutil.Process]:
     """This process's descendants but multiprocessing's resource tracker (an earlier test's
     spawned processes leave one running for good) and Ray's scenario (tests/namespaces.py)."""
-    descendants, scenario = [], scenario_processes()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "resource_tracker" not in " ".join(child.cmdline()) and child.pid not in scenario:
-                descendants.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return descendants
+    scenario = scenario_processes()
+    return [child for child in own_children(lambda command: "resource_tracker" not in command, recursive=True)
+            if child.pid not in scenario]
 
 
 def _no_children_left() -> None:
