@@ -69,6 +69,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"], "data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],
      "--entropy-decay-frames is for data mode"),
+    (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--passes", "2"], "--passes is for data mode"),
+    (["-n", "x", "--env", "CartPole-v1", "--passes", "0"], "--passes"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "nowhere"], "HOST:PORT"),
     (["-n", "x", "--env", "CartPole-v1", "--return-lambda", "1.5"], "--return-lambda"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],

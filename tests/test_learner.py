@@ -213,3 +213,22 @@ def test_a3c_steps_at_the_rate_the_trainers_frame_count_sets_and_its_warmup_scal
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(expected * 1 / 10)  # the first step of 10
     learner.learner.version_counter.fill_(10)
     assert learner.learner.current_lr() == pytest.approx(expected)
+
+
+def test_a3c_with_two_passes_steps_twice_on_each_full_batch_and_keeps_the_rest():
+    torch.manual_seed(0)
+    net = MlpA2C(1, 2)
+    config = toy_config(batch_size=4, lr=1e-2, passes=2)
+    learner = A3CLearner(config, copy.deepcopy(net), new_version_counter())
+    by_hand = A3CLearner(dataclasses.replace(config, passes=1), copy.deepcopy(net), new_version_counter())
+    batch = dataclasses.replace(make_batch([1, 2, 3, 4, 5, 6]), policy_versions=np.zeros(6, np.int64))
+    first, second = learner.consume(Transitions(0, batch), 24)
+    assert learner.policy_version == 2  # two steps on the first 4 transitions; 2 wait for more
+    assert (first.policy_lag, second.policy_lag) == (0, 1)  # the same rows, one step older
+    four = make_batch([1, 2, 3, 4])
+    by_hand.learner.step(four)
+    by_hand.learner.step(four)
+    for mine, theirs in zip(learner.net.parameters(), by_hand.net.parameters()):
+        torch.testing.assert_close(mine, theirs)
+    assert learner.consume(Transitions(0, make_batch([7])), 28) == []
+    assert len(learner.consume(Transitions(0, make_batch([8])), 32)) == 2

@@ -69,6 +69,9 @@ class A3C(ActorCritic):
         super().check(config, atari)
         if config.mode == "grads" and config.backend == "ray":
             raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
+        if config.mode == "grads" and config.passes > 1:
+            raise ConfigError("--passes is for data mode: in grads mode each child's gradient is "
+                              "applied once")
         if config.mode == "grads" and config.entropy_decay_frames:
             raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the children "
                               "weigh the entropy bonus, and they do not count frames")

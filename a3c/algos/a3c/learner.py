@@ -186,17 +186,19 @@ class Learner:
 
 
 class TransitionSteps:
-    """Data mode: batches of exactly ``batch_size`` transitions, one step each."""
+    """Data mode: batches of exactly ``batch_size`` transitions, ``passes`` steps each, one
+    after another (more steps per frame at more compute per frame)."""
 
-    def __init__(self, learner: Learner, batch_size: int):
+    def __init__(self, learner: Learner, batch_size: int, passes: int = 1):
         self.learner = learner
         self.buffer = TransitionBuffer(batch_size)
+        self.passes = passes
 
     def consume(self, message: Transitions) -> list[StepStats]:
         self.buffer.add(message.batch)
         steps = []
         while (batch := self.buffer.pop_batch()) is not None:
-            steps.append(self.learner.step(batch))
+            steps.extend(self.learner.step(batch) for _ in range(self.passes))
         return steps
 
 
@@ -241,7 +243,7 @@ class A3CLearner:
         if config.mode == "grads":
             self.steps = GradientSteps(self.learner, config.grad_batch, config.max_policy_lag)
         else:
-            self.steps = TransitionSteps(self.learner, config.batch_size)
+            self.steps = TransitionSteps(self.learner, config.batch_size, config.passes)
 
     @property
     def policy_version(self) -> int:

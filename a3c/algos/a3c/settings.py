@@ -24,6 +24,8 @@ class A3CSettings(ActorCriticSettings):
                                   at_least=0.0, at_most=1.0, family=True)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
+    passes: int = option("data mode: optimizer steps on each batch, one after another (1: each "
+                         "transition trained once)", 1, at_least=1)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
