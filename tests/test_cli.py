@@ -71,6 +71,7 @@ BAD_INPUTS = [
      "--entropy-decay-frames is for data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--passes", "2"], "--passes is for data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--passes", "0"], "--passes"),
+    (["-n", "x", "--env", "CartPole-v1", "--passes-frames", "1000"], "set --passes above 1"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "nowhere"], "HOST:PORT"),
     (["-n", "x", "--env", "CartPole-v1", "--return-lambda", "1.5"], "--return-lambda"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],

@@ -232,3 +232,11 @@ def test_a3c_with_two_passes_steps_twice_on_each_full_batch_and_keeps_the_rest()
         torch.testing.assert_close(mine, theirs)
     assert learner.consume(Transitions(0, make_batch([7])), 28) == []
     assert len(learner.consume(Transitions(0, make_batch([8])), 32)) == 2
+
+
+def test_a3c_passes_end_at_passes_frames_and_one_step_per_batch_follows():
+    config = toy_config(batch_size=4, lr=1e-2, passes=3, passes_frames=100)
+    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter())
+    assert len(learner.consume(Transitions(0, make_batch([1, 2, 3, 4])), 96)) == 3  # before: 3 steps
+    assert len(learner.consume(Transitions(0, make_batch([5, 6, 7, 8])), 100)) == 1  # from 100 on: 1
+    assert learner.policy_version == 4

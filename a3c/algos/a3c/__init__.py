@@ -72,6 +72,8 @@ class A3C(ActorCritic):
         if config.mode == "grads" and config.passes > 1:
             raise ConfigError("--passes is for data mode: in grads mode each child's gradient is "
                               "applied once")
+        if config.passes_frames and config.passes == 1:
+            raise ConfigError("--passes-frames ends the extra steps of --passes; set --passes above 1")
         if config.mode == "grads" and config.entropy_decay_frames:
             raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the children "
                               "weigh the entropy bonus, and they do not count frames")

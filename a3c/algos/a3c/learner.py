@@ -187,18 +187,26 @@ class Learner:
 
 class TransitionSteps:
     """Data mode: batches of exactly ``batch_size`` transitions, ``passes`` steps each, one
-    after another (more steps per frame at more compute per frame)."""
+    after another (more steps per frame at more compute per frame), until the learner's
+    frames reach ``passes_frames`` (0: for the whole run); one step each from then on."""
 
-    def __init__(self, learner: Learner, batch_size: int, passes: int = 1):
+    def __init__(self, learner: Learner, batch_size: int, passes: int = 1, passes_frames: int = 0):
         self.learner = learner
         self.buffer = TransitionBuffer(batch_size)
         self.passes = passes
+        self.passes_frames = passes_frames
+
+    def current_passes(self) -> int:
+        """``passes`` before ``passes_frames`` frames, 1 after."""
+        if self.passes_frames and self.learner.frames >= self.passes_frames:
+            return 1
+        return self.passes
 
     def consume(self, message: Transitions) -> list[StepStats]:
         self.buffer.add(message.batch)
         steps = []
         while (batch := self.buffer.pop_batch()) is not None:
-            steps.extend(self.learner.step(batch) for _ in range(self.passes))
+            steps.extend(self.learner.step(batch) for _ in range(self.current_passes()))
         return steps
 
 
@@ -243,7 +251,8 @@ class A3CLearner:
         if config.mode == "grads":
             self.steps = GradientSteps(self.learner, config.grad_batch, config.max_policy_lag)
         else:
-            self.steps = TransitionSteps(self.learner, config.batch_size, config.passes)
+            self.steps = TransitionSteps(self.learner, config.batch_size, config.passes,
+                                         config.passes_frames)
 
     @property
     def policy_version(self) -> int:
