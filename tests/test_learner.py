@@ -240,3 +240,11 @@ def test_a3c_passes_end_at_passes_frames_and_one_step_per_batch_follows():
     assert len(learner.consume(Transitions(0, make_batch([1, 2, 3, 4])), 96)) == 3  # before: 3 steps
     assert len(learner.consume(Transitions(0, make_batch([5, 6, 7, 8])), 100)) == 1  # from 100 on: 1
     assert learner.policy_version == 4
+
+
+def test_a3c_passes_start_at_passes_from():
+    config = toy_config(batch_size=4, lr=1e-2, passes=2, passes_from=50, passes_frames=100)
+    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter())
+    steps = [len(learner.consume(Transitions(0, make_batch([i, i, i, i])), frames))
+             for i, frames in enumerate((40, 49, 50, 99, 100))]
+    assert steps == [1, 1, 2, 2, 1]

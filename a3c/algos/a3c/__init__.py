@@ -72,8 +72,12 @@ class A3C(ActorCritic):
         if config.mode == "grads" and config.passes > 1:
             raise ConfigError("--passes is for data mode: in grads mode each child's gradient is "
                               "applied once")
-        if config.passes_frames and config.passes == 1:
-            raise ConfigError("--passes-frames ends the extra steps of --passes; set --passes above 1")
+        if (config.passes_frames or config.passes_from) and config.passes == 1:
+            raise ConfigError("--passes-from and --passes-frames bound the extra steps of --passes; "
+                              "set --passes above 1")
+        if config.passes_frames and config.passes_from >= config.passes_frames:
+            raise ConfigError(f"--passes-from ({config.passes_from}) must be below --passes-frames "
+                              f"({config.passes_frames}), where the extra steps end")
         if config.mode == "grads" and config.entropy_decay_frames:
             raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the children "
                               "weigh the entropy bonus, and they do not count frames")

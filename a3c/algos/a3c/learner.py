@@ -187,18 +187,22 @@ class Learner:
 
 class TransitionSteps:
     """Data mode: batches of exactly ``batch_size`` transitions, ``passes`` steps each, one
-    after another (more steps per frame at more compute per frame), until the learner's
-    frames reach ``passes_frames`` (0: for the whole run); one step each from then on."""
+    after another (more steps per frame at more compute per frame), while the learner's
+    frames are in [``passes_from``, ``passes_frames``) (``passes_frames`` 0: to the end of
+    the run); one step each outside that span."""
 
-    def __init__(self, learner: Learner, batch_size: int, passes: int = 1, passes_frames: int = 0):
+    def __init__(self, learner: Learner, batch_size: int, passes: int = 1, passes_frames: int = 0,
+                 passes_from: int = 0):
         self.learner = learner
         self.buffer = TransitionBuffer(batch_size)
         self.passes = passes
         self.passes_frames = passes_frames
+        self.passes_from = passes_from
 
     def current_passes(self) -> int:
-        """``passes`` before ``passes_frames`` frames, 1 after."""
-        if self.passes_frames and self.learner.frames >= self.passes_frames:
+        """``passes`` inside the span of frames, 1 outside it."""
+        frames = self.learner.frames
+        if frames < self.passes_from or (self.passes_frames and frames >= self.passes_frames):
             return 1
         return self.passes
 
@@ -252,7 +256,7 @@ class A3CLearner:
             self.steps = GradientSteps(self.learner, config.grad_batch, config.max_policy_lag)
         else:
             self.steps = TransitionSteps(self.learner, config.batch_size, config.passes,
-                                         config.passes_frames)
+                                         config.passes_frames, config.passes_from)
 
     @property
     def policy_version(self) -> int:

@@ -26,8 +26,10 @@ class A3CSettings(ActorCriticSettings):
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
     passes: int = option("data mode: optimizer steps on each batch, one after another (1: each "
                          "transition trained once)", 1, at_least=1)
+    passes_from: int = option("data mode: frames before which the learner takes one step on each "
+                              "batch (0: --passes from the start)", 0, at_least=0)
     passes_frames: int = option("data mode: frames after which the learner takes one step on each "
-                                "batch again (0: --passes for the whole run)", 0, at_least=0)
+                                "batch again (0: --passes to the end of the run)", 0, at_least=0)
     mode: str = option("data: children send transitions; grads: children compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
     grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
