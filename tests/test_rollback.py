@@ -19,7 +19,9 @@ LN2 = math.log(2)
 
 @pytest.mark.parametrize("entropy, n_actions, mean, best, worst, locked", [
     (0.0, 2, 9.3, 500.0, 20.0, True),  # CartPole locked after solving
-    (0.0, 2, 9.3, 470.0, 20.0, False),  # CartPole locked before its goal, 475, was reached
+    (0.0, 2, 9.3, 470.0, 20.0, True),  # locked before its goal, 475, was reached
+    (0.0, 2, 9.3, 133.5, 20.0, False),  # the best not yet a quarter of the way up: 133.75
+    (0.0, 2, 9.3, 133.5, 19.0, True),  # from a worst of 19 it is: 133.0
     (0.3, 2, 9.3, 500.0, 20.0, False),  # a collapse the policy can still climb out of
     (0.0, 2, 400.0, 500.0, 20.0, False),  # deterministic and still good
     (0.0, 2, 261.0, 500.0, 20.0, False),  # not yet half-way down from the best
@@ -28,11 +30,13 @@ LN2 = math.log(2)
     (0.01, 6, -21.0, 18.0, -20.5, True),  # Pong: 0.01 < 1% of ln 6
     (0.0, 6, 17.0, 18.0, -21.0, False),
     (0.0, 6, -21.0, -20.6, -21.0, False),  # Pong locked at the start: nothing to go back to
+    (0.0003, 6, -16.78, -5.5, -21.0, True),  # the --cuda seed 1 collapse on the way up
+    (0.0003, 6, -16.78, -11.3, -21.0, False),  # a quarter of the way from -21 to 18 is -11.25
     (None, 2, 9.3, 500.0, 20.0, False),  # no step in the interval
     (0.0, 2, 9.3, None, None, False),  # no full window yet
     (0.0, 2, 9.3, 20.0, 20.0, False),  # one level so far: nothing to fall from
 ])
-def test_locked_means_saturated_and_fallen_half_way_from_best_to_worst(
+def test_locked_means_climbed_then_saturated_and_fallen_half_way_from_best_to_worst(
         entropy, n_actions, mean, best, worst, locked):
     goal = 475.0 if n_actions == 2 else 18.0
     assert policy_locked(entropy, n_actions, mean, best, worst, goal) is locked
