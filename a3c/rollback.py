@@ -13,11 +13,11 @@ Why a copy in memory, taken at every rise: the weights at the moment the best ro
 ones that earned it. Written later (best.pt used to be written up to 10 s after the best
 rose), they may already be the collapsed ones.
 
-Not only after the goal: a Pong run with --cuda (lag of 18 steps) climbed from -21 to -5.5,
-then locked within 0.3M frames and never came back (docs/performance.md, "On a GPU"). Right
-at the start there is nothing to roll back to: the best and worst mean-100 lie close
-together, and a locked policy would get near-initial weights back. So the guard waits until
-the best has climbed a quarter of the way from the worst to the goal.
+Not only after the goal: Pong runs also lock on the way up and stay at the floor
+(docs/learning.md, "Training past the goal"). Right at the start there is nothing to roll
+back to: the best and worst mean-100 lie close together, and a locked policy would get
+near-initial weights back. So the guard waits until the best has climbed part of the way
+from the worst to the goal.
 """
 from __future__ import annotations
 
