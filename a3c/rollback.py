@@ -42,7 +42,7 @@ def policy_locked(entropy: float | None, n_actions: int, mean_reward: float | No
     plays well is left alone."""
     if entropy is None or mean_reward is None or best is None or worst is None or best <= worst:
         return False
-    if goal is None or best < min(goal, worst + CLIMB_BEFORE_GUARD * (goal - worst)):
+    if goal is None or best < worst + CLIMB_BEFORE_GUARD * (goal - worst):
         return False
     saturated = entropy < ENTROPY_FLOOR * math.log(n_actions)
     return saturated and mean_reward < best - 0.5 * (best - worst)
