@@ -19,6 +19,7 @@ from a3c.algos.a3c.settings import (
 )
 from a3c.algos.actor_critic import ActorCritic
 from a3c.algos.base import Sender
+from a3c.schedules import parse_lr_schedule
 from a3c.settings import CORES, ConfigError
 
 if TYPE_CHECKING:
@@ -78,6 +79,13 @@ class A3C(ActorCritic):
         if config.passes_frames and config.passes_from >= config.passes_frames:
             raise ConfigError(f"--passes-from ({config.passes_from}) must be below --passes-frames "
                               f"({config.passes_frames}), where the extra steps end")
+        try:
+            parse_lr_schedule(config.lr_schedule)
+        except ValueError as error:
+            raise ConfigError(f"--lr-schedule {config.lr_schedule!r}: {error}") from None
+        if config.mode == "grads" and config.lr_schedule:
+            raise ConfigError("--lr-schedule is for data mode: in grads mode the learner does not "
+                              "count frames")
         if config.mode == "grads" and config.entropy_decay_frames:
             raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the children "
                               "weigh the entropy bonus, and they do not count frames")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 from a3c.algos.a3c.acting import loss_settings
 from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr
+from a3c.schedules import LrSchedule, parse_lr_schedule, scheduled
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import LossStats, batch_loss, loss_gradients
@@ -107,12 +108,14 @@ class Learner:
     def __init__(self, net: nn.Module, settings: LossSettings, lr: float, adam_eps: float,
                  clip_grad: float, device: torch.device | str,
                  version_counter: torch.Tensor | None = None, diagnose_every: int = DIAGNOSE_EVERY,
-                 lr_warmup: int = 0, lr_decay_frames: int = 0, entropy_decay_frames: int = 0):
+                 lr_warmup: int = 0, lr_decay_frames: int = 0, entropy_decay_frames: int = 0,
+                 lr_schedule: LrSchedule = ()):
         self.net = net
         self.settings = settings
         self.lr = lr
         self.lr_warmup = lr_warmup
         self.lr_decay_frames = lr_decay_frames
+        self.lr_schedule = lr_schedule
         self.entropy_decay_frames = entropy_decay_frames
         self.frames = 0
         """The trainer's frame count, for the decays of the learning rate and entropy bonus
@@ -128,11 +131,12 @@ class Learner:
         return int(self.version_counter)
 
     def current_lr(self) -> float:
-        """``lr`` after its decay over the frames (``decayed``), ramped up linearly over
+        """``lr`` after its decay over the frames (``decayed``), times the schedule's factor
+        at those frames (``scheduled``), ramped up linearly over
         the first ``lr_warmup`` steps: with a small eps, Adam's first steps move every weight
         by about ``lr`` whatever its gradient's size, and at full ``lr`` those first steps
         silence most of a fresh net's ReLU units."""
-        lr = decayed(self.lr, self.frames, self.lr_decay_frames)
+        lr = decayed(self.lr, self.frames, self.lr_decay_frames) * scheduled(self.lr_schedule, self.frames)
         if self.policy_version >= self.lr_warmup:
             return lr
         return lr * (self.policy_version + 1) / self.lr_warmup
@@ -248,7 +252,8 @@ class A3CLearner:
         self.learner = Learner(net, loss_settings(config), config.lr, config.adam_eps, config.clip_grad,
                                torch.device(config.device), version_counter, lr_warmup=config.lr_warmup,
                                lr_decay_frames=config.lr_decay_frames,
-                               entropy_decay_frames=config.entropy_decay_frames)
+                               entropy_decay_frames=config.entropy_decay_frames,
+                               lr_schedule=parse_lr_schedule(config.lr_schedule))
         self.net = net
         self.optimizer = self.learner.optimizer
         self.steps: TransitionSteps | GradientSteps

@@ -19,6 +19,9 @@ class A3CSettings(ActorCriticSettings):
 
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
+    lr_schedule: str = option("factors of --lr by frames, \"FRAMES:FACTOR,...\": linear between the "
+                              "points, the first before them, the last after (\"0:2,4.5e6:2,4.6e6:1\": "
+                              "twice the rate to 4.5M frames; empty: none)", "")
     return_lambda: float = option("lambda of the returns the children send: each transition's "
                                   "lambda-return over its n-step window (1: the n-step return)", None,
                                   at_least=0.0, at_most=1.0, family=True)
