@@ -15,6 +15,7 @@ from a3c.algos.a3c.learner import (
     relu_activity,
 )
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
+from a3c.schedules import parse_lr_schedule, scheduled
 from a3c.messages import Gradients, Transitions
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
@@ -190,6 +191,23 @@ def test_the_learning_rate_decays_linearly_with_frames_to_a_tenth_and_holds():
     assert decayed(1e-3, 5000, 0) == 1e-3
 
 
+def test_the_lr_schedule_is_linear_between_its_points_and_held_outside_them():
+    points = parse_lr_schedule("1000:2, 3e3:1, 3e3:0.5")
+    assert points == ((1000, 2.0), (3000, 1.0), (3000, 0.5))
+    assert scheduled(points, 0) == 2.0  # before the first point: its factor
+    assert scheduled(points, 1500) == pytest.approx(1.75)  # a quarter of the way from 2 to 1
+    assert scheduled(points, 2999) == pytest.approx(1.0005)
+    assert scheduled(points, 3000) == 0.5  # a repeated frame count is a step: the later point
+    assert scheduled(points, 10**7) == 0.5
+    assert scheduled(parse_lr_schedule(" "), 5) == 1.0
+
+
+@pytest.mark.parametrize("text", ["2", "0:2,x:1", "0.5:2", "-1:2", "0:0", "0:inf", "5:1,4:1"])
+def test_a_malformed_lr_schedule_is_refused(text):
+    with pytest.raises(ValueError):
+        parse_lr_schedule(text)
+
+
 def test_a3c_weighs_the_entropy_bonus_by_the_trainers_frame_count():
     net = MlpA2C(1, 2)
     batch = make_batch([1, 2, 3, 4])
@@ -213,6 +231,17 @@ def test_a3c_steps_at_the_rate_the_trainers_frame_count_sets_and_its_warmup_scal
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(expected * 1 / 10)  # the first step of 10
     learner.learner.version_counter.fill_(10)
     assert learner.learner.current_lr() == pytest.approx(expected)
+
+
+def test_a3c_steps_at_the_rate_times_the_schedules_factor_at_the_trainers_frame_count():
+    config = toy_config(batch_size=4, lr=1e-2, lr_decay_frames=1000, lr_schedule="0:2,400:2,600:1")
+    learner = A3CLearner(config, MlpA2C(1, 2), new_version_counter())
+    applied = []
+    for frame in (100, 500, 800):
+        learner.consume(Transitions(0, make_batch([1, 2, 3, 4])), frame)
+        applied.append(learner.optimizer.param_groups[0]["lr"])
+    decay = [1 - 0.9 * frame / 1000 for frame in (100, 500, 800)]
+    assert applied == pytest.approx([1e-2 * decay[0] * 2, 1e-2 * decay[1] * 1.5, 1e-2 * decay[2]])
 
 
 def test_a3c_with_two_passes_steps_twice_on_each_full_batch_and_keeps_the_rest():
