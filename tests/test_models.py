@@ -56,6 +56,29 @@ def test_frames_are_scaled_exactly_across_chunk_boundaries():
     assert scaled.is_contiguous(memory_format=torch.channels_last)
 
 
+def test_under_bf16_autocast_frames_are_scaled_straight_to_the_values_a_cast_would_give():
+    """The conversion skips autocast's float32-to-bfloat16 pass: the first conv must get the
+    same bfloat16 values, so the net's outputs and gradients stay exactly as before."""
+    torch.manual_seed(0)
+    net = AtariA2C((4, 84, 84), 6)
+    frames = torch.randint(0, 256, (SCALING_CHUNK + 3, 4, 84, 84), dtype=torch.uint8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        scaled = scaled_channels_last(frames)
+        logits, values = net(frames)
+        (logits.float().sum() + values.float().sum()).backward()
+        cast = (frames.float() * (1 / 255.0)).to(torch.bfloat16)
+        features = net.body(net.conv(cast.contiguous(memory_format=torch.channels_last)))
+        expected_logits, expected_values = net.policy(features), net.value(features).squeeze(-1)
+    assert scaled.dtype == torch.bfloat16 and torch.equal(scaled, cast)
+    assert scaled.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(logits, expected_logits) and torch.equal(values, expected_values)
+    gradients = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    (expected_logits.float().sum() + expected_values.float().sum()).backward()
+    for mine, theirs in zip(gradients, (p.grad for p in net.parameters())):
+        assert torch.equal(mine, theirs)
+
+
 def test_mlp_critic_error_leaves_the_policy_untouched():
     """The vector net shares no weights: the value loss must not move the policy's parameters."""
     torch.manual_seed(0)
