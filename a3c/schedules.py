@@ -2,6 +2,7 @@
 before any process starts: ``--lr-schedule``'s piecewise-linear factors of the rate."""
 from __future__ import annotations
 
+import bisect
 import math
 
 LrSchedule = tuple[tuple[int, float], ...]
@@ -34,10 +35,9 @@ def scheduled(points: LrSchedule, frames: int) -> float:
     last point's after it (1 without points). At a repeated frame count the later point holds."""
     if not points:
         return 1.0
-    past = [i for i, (at, _) in enumerate(points) if at <= frames]
-    if not past:
+    i = bisect.bisect_right(points, frames, key=lambda point: point[0]) - 1  # the last point at or before
+    if i < 0:
         return points[0][1]
-    i = past[-1]
     if i == len(points) - 1:
         return points[i][1]
     (start, low), (end, high) = points[i], points[i + 1]
