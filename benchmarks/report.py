@@ -4,6 +4,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from lib.envs import ATARI_FRAME_SKIP
+
 
 def _row(*cells: object) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
@@ -31,6 +33,8 @@ def _probe_section(probe: dict, through_window: bool) -> list[str]:
         (f"One transition costs {probe['core_ms_per_transition']:.2f} core-ms with every core busy, so "
          f"{probe['cores']} cores train at most **{probe['bound_transitions_per_second']:,.0f} "
          f"transitions/s**."),
+        (f"At that bound a million Pong frames ({ATARI_FRAME_SKIP} a transition) take at least "
+         f"{1e6 / ATARI_FRAME_SKIP / probe['bound_transitions_per_second']:,.0f} s."),
     ]
     if one_core:
         lines.append(f"At the rates of one core with the others idle, {one_core['core_ms_per_transition']:.2f} "
