@@ -53,6 +53,7 @@ from benchmarks.report import (
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import StealMeter
 from benchmarks.window import ROOT, run_trainer_window
+from lib.envs import ATARI_FRAME_SKIP
 
 PONG = "PongNoFrameskip-v4"
 PONG_GOAL = 18.0
@@ -92,7 +93,7 @@ def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
     curve = report["curve"]
     start = next(point for point in curve if point[0] >= warmup)
     end = curve[-1]
-    frames_per_step = 4 if env_id == PONG else 1
+    frames_per_step = ATARI_FRAME_SKIP if env_id == PONG else 1
     frames_per_second = (end[1] - start[1]) / (end[0] - start[0])
     return {"n_envs": n_envs, "window_seconds": end[0] - start[0],
             "transitions_per_second": frames_per_second / frames_per_step,

@@ -20,7 +20,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from lib.envs import is_atari, make_env
+from lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 
 
 class Watch(BaseCallback):
@@ -104,7 +104,7 @@ def main() -> None:
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_PPO)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
-    frames_per_step = 4 if is_atari(args.env) else 1
+    frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
     watch = Watch(args.stop_reward, args.max_seconds, frames_per_step)
     steps = {"dqn": DQN_MAX_STEPS, "ppo": ZOO_PPO_STEPS}.get(args.algo, 10**9)
     model.learn(total_timesteps=steps, callback=watch)
