@@ -109,7 +109,7 @@ class Trainer:
         env_info = preflight(config) if env_info is None else env_info
         self._goal = env_goal(env_info)
         """The mean-100 that solves the env (its spec's, 18 for Pong; else --stop-reward):
-        the collapse guard acts only once the best has reached it."""
+        the collapse guard measures the best's climb against it (``rollback.climbed``)."""
         if self._goal is None:
             self._goal = config.stop_reward
         self._shared = share_net(config, self.algorithm, env_info, restored)
@@ -370,7 +370,7 @@ class Trainer:
         entropy = self._load.last_rates.get("policy_entropy")
         if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
                 entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
-                rewards.worst_mean_reward, self._goal)):
+                rewards.worst_mean_reward, self._goal, rewards.worst_spread)):
             return
         frame = run.roll_back()
         print(f"the policy locked into one action (entropy {entropy:.4f} nats, mean-100 "

@@ -28,6 +28,10 @@ class LossStats:
     reference_values: float
     policy_entropy: float
     """The policy's mean entropy in nats, not scaled by the entropy weight."""
+    importance_weight: float = 1.0
+    """The mean truncated importance weight of the policy term (1 without the correction)."""
+    truncated_share: float = 0.0
+    """The share of rows whose ratio pi/mu was cut to rho-bar."""
 
     @staticmethod
     def mean(all_stats: Sequence[LossStats]) -> LossStats:
@@ -35,7 +39,9 @@ class LossStats:
         return LossStats(**{name: float(np.mean([row[name] for row in columns])) for name in columns[0]})
 
     @staticmethod
-    def of(terms: LossTerms, values: torch.Tensor, reference_values: torch.Tensor) -> LossStats:
+    def of(terms: LossTerms, values: torch.Tensor, reference_values: torch.Tensor,
+           rho_bar: float | None = None) -> LossStats:
+        weights = terms.importance_weights
         return LossStats(
             loss_total=float(terms.total.detach()),
             loss_policy=float(terms.policy.detach()),
@@ -45,17 +51,25 @@ class LossStats:
             values=float(values.detach().mean()),
             reference_values=float(reference_values.mean()),
             policy_entropy=float(terms.policy_entropy),
+            importance_weight=1.0 if weights is None else float(weights.mean()),
+            truncated_share=0.0 if weights is None else float((weights >= rho_bar).float().mean()),
         )
 
 
 def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
                device: torch.device | str) -> tuple[LossTerms, LossStats]:
-    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet)."""
+    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet); with
+    ``settings.rho_bar`` the rows' ``log_probs`` weigh the policy term (``a2c_loss``), where
+    they carry them (rows made by hand without them weigh 1)."""
     states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
     logits, values = forward(net, states, settings.bf16)
+    behaviour = None
+    if settings.rho_bar is not None and transitions.log_probs is not None:
+        behaviour = torch.as_tensor(transitions.log_probs).to(device)
     terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
-                     settings.value_weight, settings.normalize_advantages)
-    return terms, LossStats.of(terms, values, reference_values)
+                     settings.value_weight, settings.normalize_advantages, behaviour,
+                     settings.rho_bar or 1.0)
+    return terms, LossStats.of(terms, values, reference_values, settings.rho_bar)
 
 
 def loss_gradients(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,

@@ -12,13 +12,33 @@ def value_loss(values: torch.Tensor, reference_values: torch.Tensor) -> torch.Te
     return F.mse_loss(values, reference_values)
 
 
-def policy_loss(log_probs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor) -> torch.Tensor:
-    """Policy-gradient loss: minus the advantage-weighted log-probability of the taken actions.
+def taken_log_probs(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Each row's log-probability of its own action."""
+    return log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
 
-    ``advantages`` must carry no gradient, so the critic is trained only by the value loss.
+
+def policy_loss(log_probs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Policy-gradient loss: minus the advantage-weighted log-probability of the taken actions,
+    each row also times its importance weight where ``weights`` are given.
+
+    ``advantages`` and ``weights`` must carry no gradient, so the critic is trained only by
+    the value loss and the weights only scale each row's step.
     """
-    taken = log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
+    taken = taken_log_probs(log_probs, actions)
+    if weights is not None:
+        advantages = weights * advantages
     return -(advantages * taken).mean()
+
+
+def truncated_importance_weights(log_probs: torch.Tensor, behaviour_log_probs: torch.Tensor,
+                                 rho_bar: float) -> torch.Tensor:
+    """IMPALA's ``min(rho_bar, pi(a|s) / mu(a|s))`` per row, detached: ``log_probs`` of the
+    taken actions under the learner's policy pi, ``behaviour_log_probs`` under the weights
+    that acted, mu. A row whose action the policy has since made rarer counts for less;
+    one it made likelier counts at most ``rho_bar`` times, so no stale row dominates."""
+    ratios = torch.exp(log_probs.detach().float() - behaviour_log_probs.float())
+    return torch.clamp(ratios, max=rho_bar)
 
 
 def standardized(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -47,6 +67,9 @@ class LossSettings:
     normalize_advantages: bool = False
     """Scale each batch's advantages to zero mean and unit deviation before the policy term
     (off by default: on Pong it sped the start and then collapsed the policy, docs/learning.md)."""
+    rho_bar: float | None = None
+    """Weigh each row's policy-gradient term by ``min(rho_bar, pi/mu)`` (rows must carry the
+    acting policy's log-probabilities); None: every row weighs 1, as on-policy A2C does."""
 
 
 @dataclass
@@ -60,6 +83,8 @@ class LossTerms:
     advantages: torch.Tensor
     policy_entropy: torch.Tensor
     """The policy's mean entropy in nats (ln of the action count when uniform), detached."""
+    importance_weights: torch.Tensor | None = None
+    """Each row's truncated importance weight, where the policy term had them."""
 
 
 def a2c_loss(
@@ -70,19 +95,26 @@ def a2c_loss(
     entropy_beta: float,
     value_weight: float = 1.0,
     normalize_advantages: bool = False,
+    behaviour_log_probs: torch.Tensor | None = None,
+    rho_bar: float = 1.0,
 ) -> LossTerms:
     """Policy + ``value_weight`` * value + entropy, with advantage = reference - V(s)
     detached (``normalize_advantages``: standardised over the batch, so the policy term's
-    scale no longer follows the rewards' or the critic's error). ``value`` is reported
-    unweighted, so runs with other weights compare; ``advantages`` as they entered the
-    policy term."""
+    scale no longer follows the rewards' or the critic's error). With
+    ``behaviour_log_probs`` each row's policy term is weighted by
+    ``truncated_importance_weights`` at ``rho_bar``. ``value`` is reported unweighted, so
+    runs with other weights compare; ``advantages`` as they entered the policy term."""
     log_probs = F.log_softmax(logits, dim=1)
     advantages = (reference_values - values).detach()
     if normalize_advantages:
         advantages = standardized(advantages)
-    policy = policy_loss(log_probs, actions, advantages)
+    weights = None
+    if behaviour_log_probs is not None:
+        weights = truncated_importance_weights(taken_log_probs(log_probs, actions), behaviour_log_probs,
+                                               rho_bar)
+    policy = policy_loss(log_probs, actions, advantages, weights)
     value = value_loss(values, reference_values)
     entropy = entropy_loss(log_probs, entropy_beta)
     policy_entropy = -(log_probs.exp() * log_probs).sum(dim=1).mean().detach()
     return LossTerms(policy + value_weight * value + entropy, policy, value, entropy, advantages,
-                     policy_entropy)
+                     policy_entropy, weights)

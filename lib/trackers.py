@@ -36,6 +36,8 @@ class RewardTracker:
         self.best_mean_reward: float | None = None
         self.worst_mean_reward: float | None = None
         """The lowest mean over a full window (a run's level before it learned, or after a collapse)."""
+        self.worst_spread = 0.0
+        """The standard deviation of the single episodes' rewards in that window."""
 
     @property
     def mean_reward(self) -> float | None:
@@ -64,6 +66,7 @@ class RewardTracker:
             self.best_mean_reward = mean_reward
         if self.window_full and (self.worst_mean_reward is None or mean_reward < self.worst_mean_reward):
             self.worst_mean_reward = mean_reward
+            self.worst_spread = float(np.std(self.recent_rewards))
         return self.solved
 
     @property

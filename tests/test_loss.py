@@ -85,3 +85,54 @@ def test_normalized_advantages_are_standardised_over_the_batch_by_hand():
     torch.testing.assert_close(terms.value, torch.tensor((1 + 4 + 9 + 36) / 4))  # the critic's unchanged
     raw = a2c_loss(logits.detach(), values, actions, reference, entropy_beta=0.0)
     torch.testing.assert_close(raw.policy, torch.tensor(-(1 + 2 + 3 + 6) / 4 * math.log(0.5)))
+
+
+# Two rows, two actions. Row 0: uniform logits, action 0 (pi 0.5), acted on when mu was 0.25.
+# Row 1: logits (0, ln 3), action 1 (pi 0.75), acted on when mu was 0.9. Values 0, so the
+# advantages are the references, 2 and -1.
+IS_LOGITS = torch.tensor([[0.0, 0.0], [0.0, math.log(3.0)]])
+IS_ACTIONS = torch.tensor([0, 1])
+IS_REFERENCE = torch.tensor([2.0, -1.0])
+IS_BEHAVIOUR = torch.log(torch.tensor([0.25, 0.9]))
+
+
+def test_with_every_ratio_one_the_weighted_loss_is_todays():
+    logits = torch.randn(5, 4)
+    actions = torch.tensor([0, 3, 1, 1, 2])
+    values, reference = torch.randn(5), torch.randn(5)
+    acting = torch.log_softmax(logits, 1).gather(1, actions.unsqueeze(1)).squeeze(1)
+    plain = a2c_loss(logits, values, actions, reference, 0.01)
+    weighted = a2c_loss(logits, values, actions, reference, 0.01, behaviour_log_probs=acting, rho_bar=1.0)
+    torch.testing.assert_close(weighted.importance_weights, torch.ones(5))
+    torch.testing.assert_close(weighted.total, plain.total)
+    torch.testing.assert_close(weighted.policy, plain.policy)
+
+
+@pytest.mark.parametrize("rho_bar, weights", [
+    (1.0, [1.0, 0.75 / 0.9]),  # row 0's ratio 2 is cut to 1; row 1's 0.833 is kept
+    (2.5, [2.0, 0.75 / 0.9]),  # nothing cut
+    (0.5, [0.5, 0.5]),  # both cut
+])
+def test_a_row_from_an_older_policy_weighs_min_rho_bar_and_pi_over_mu(rho_bar, weights):
+    logits = IS_LOGITS.clone().requires_grad_()
+    terms = a2c_loss(logits, torch.zeros(2), IS_ACTIONS, IS_REFERENCE, 0.0,
+                     behaviour_log_probs=IS_BEHAVIOUR, rho_bar=rho_bar)
+    torch.testing.assert_close(terms.importance_weights, torch.tensor(weights))
+    expected = -(weights[0] * 2.0 * math.log(0.5) + weights[1] * -1.0 * math.log(0.75)) / 2
+    assert terms.policy.item() == pytest.approx(expected)
+    assert terms.advantages.tolist() == [2.0, -1.0]  # the weights scale the term, not the advantages
+    terms.policy.backward()
+    # d/dlogits of -w A log pi(a) / N = -w A (onehot(a) - pi) / N: the weights carry no gradient
+    pi = torch.softmax(IS_LOGITS, 1)
+    onehot = torch.nn.functional.one_hot(IS_ACTIONS, 2).float()
+    expected_grad = -(torch.tensor(weights) * IS_REFERENCE / 2).unsqueeze(1) * (onehot - pi)
+    torch.testing.assert_close(logits.grad, expected_grad)
+
+
+def test_the_importance_weights_leave_value_and_entropy_terms_alone():
+    plain = a2c_loss(IS_LOGITS, torch.zeros(2), IS_ACTIONS, IS_REFERENCE, 0.01)
+    weighted = a2c_loss(IS_LOGITS, torch.zeros(2), IS_ACTIONS, IS_REFERENCE, 0.01,
+                        behaviour_log_probs=IS_BEHAVIOUR, rho_bar=1.0)
+    torch.testing.assert_close(weighted.value, plain.value)
+    torch.testing.assert_close(weighted.entropy, plain.entropy)
+    assert weighted.policy.item() != pytest.approx(plain.policy.item())

@@ -40,7 +40,40 @@ def test_locked_means_climbed_then_saturated_and_fallen_half_way_from_best_to_wo
         entropy, n_actions, mean, best, worst, locked):
     goal = 475.0 if n_actions == 2 else 18.0
     assert policy_locked(entropy, n_actions, mean, best, worst, goal) is locked
-    assert not policy_locked(entropy, n_actions, mean, best, worst, None)  # no goal: never
+
+
+@pytest.mark.parametrize("mean, best, worst, spread, locked", [
+    # issue 56's first game: climbed to about 740 from random play's level, then every game 200
+    (200.0, 740.0, 190.0, 90.0, True),  # climb 550 >= max(2 x 90, 0.25 x 190)
+    (200.0, 360.0, 190.0, 90.0, False),  # climb 170 < 2 x 90: within the worst window's noise
+    (200.0, 390.0, 190.0, 90.0, True),  # climb 200 >= 180; 200 is below half-way (290)
+    (300.0, 390.0, 190.0, 90.0, False),  # locked but not fallen half-way back: still plays
+    (-21.0, -5.5, -21.0, 0.0, True),  # Pong with no goal given: climb 15.5 >= 0.25 x 21
+    (-21.0, -16.0, -21.0, 0.0, False),  # climb 5.0 < 5.25: a start's noise
+    (-21.0, -15.0, -21.0, 0.0, True),
+    (1.0, 1.5, 1.2, 1.0, False),  # Breakout's first minutes: 0.3 < 2 x 1.0
+    (1.0, 4.0, 1.2, 1.0, True),
+])
+def test_without_a_goal_the_climb_is_measured_in_the_worst_windows_spread_and_size(
+        mean, best, worst, spread, locked):
+    assert policy_locked(0.0, 18, mean, best, worst, None, spread) is locked
+    assert not policy_locked(0.5, 18, mean, best, worst, None, spread)  # not saturated
+
+
+def test_the_worst_windows_spread_is_kept_with_the_worst_mean():
+    from lib.trackers import RewardTracker
+
+    class Quiet:
+        def add_scalar(self, *args):
+            pass
+
+    tracker = RewardTracker(Quiet(), None)
+    for index in range(100):
+        tracker.record(10.0 if index % 2 else 0.0, 1, index)  # mean 5, deviation 5
+    assert (tracker.worst_mean_reward, tracker.worst_spread) == (5.0, 5.0)
+    for _ in range(50):
+        tracker.record(20.0, 1, 0)  # the mean rises: the worst and its spread stay
+    assert (tracker.worst_mean_reward, tracker.worst_spread) == (5.0, 5.0)
 
 
 def test_best_state_holds_the_weights_of_the_latest_rise():
@@ -94,8 +127,8 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
                  stop_reward=1e9) as trainer:
         while len(calls) < 2:
             result = trainer.train(seconds=0.5)
-    entropy, n_actions, mean, best, worst, goal = calls[0]
-    assert 0.0 <= entropy <= LN2 and n_actions == 2 and mean == best == worst == 15.0
+    entropy, n_actions, mean, best, worst, goal, spread = calls[0]
+    assert 0.0 <= entropy <= LN2 and n_actions == 2 and mean == best == worst == 15.0 and spread == 0.0
     assert goal == 1e9  # the toy env has no goal of its own: --stop-reward is the goal
     assert "weights and optimizer put back" in capsys.readouterr().err
     assert result["rollbacks"] == 1  # once: the second check found the policy well

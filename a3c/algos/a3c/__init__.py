@@ -16,6 +16,7 @@ from a3c.algos.a3c.settings import (
     VECTOR_PRESET,
     A3CSettings,
     grads_layout,
+    importance_weighted,
 )
 from a3c.algos.actor_critic import ActorCritic
 from a3c.algos.base import Sender
@@ -94,7 +95,8 @@ class A3C(ActorCritic):
         return f"a3c, {config.mode} mode"
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
-        return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda}
+        return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda,
+                "send_log_probs": importance_weighted(config)}
 
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:

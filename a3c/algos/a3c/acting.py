@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from a3c.algos.a3c.settings import importance_weighted
 from a3c.channel import ChildChannel
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 def loss_settings(config: Config) -> LossSettings:
     """The actor-critic loss's settings, the same in a grads-mode child and in the learner."""
     return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16,
-                        config.normalize_advantages)
+                        config.normalize_advantages,
+                        rho_bar=config.rho_bar if importance_weighted(config) else None)
 
 
 class GradientSender:

@@ -27,6 +27,10 @@ class A3CSettings(ActorCriticSettings):
                                   at_least=0.0, at_most=1.0, family=True)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
                                         "(Pong: a faster start, then a collapse; see docs/learning.md)", False)
+    rho_bar: float = option("data mode: each row's policy-gradient term is weighted by min(RHO_BAR, "
+                            "pi/mu), the learner's probability of its action over the acting "
+                            "policy's (IMPALA's truncated importance weight against policy lag; "
+                            "0: every row weighs 1)", 1.0, at_least=0.0)
     passes: int = option("data mode: optimizer steps on each batch, one after another (1: each "
                          "transition trained once)", 1, at_least=1)
     passes_from: int = option("data mode: frames before which the learner takes one step on each "
@@ -39,6 +43,13 @@ class A3CSettings(ActorCriticSettings):
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
                                         "steps", None, at_least=0)
+
+
+def importance_weighted(config: A3CSettings) -> bool:
+    """Whether rows carry the acting policy's log-probabilities and the learner weighs them:
+    in data mode with ``rho_bar`` set. A grads-mode child trains the very weights that acted,
+    so its ratios are all 1."""
+    return config.mode != "grads" and config.rho_bar > 0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""A3C's importance weights against policy lag: which rows carry the acting policy's
+log-probabilities, and that a run's steps weigh them (the loss's values are in test_loss)."""
+import numpy as np
+import pytest
+
+from a3c import Trainer
+from a3c.algos import get_algorithm
+from a3c.config import make_config
+from lib.experience import TransitionBatch
+from lib.gradients import batch_loss
+from lib.loss import LossSettings
+from lib.models import build_net
+from lib.envs import describe_env
+
+
+@pytest.mark.parametrize("settings, sends", [
+    ({}, True),  # data mode, rho-bar 1 by default
+    ({"rho_bar": 0.0}, False),  # switched off: rows as before
+    ({"mode": "grads"}, False),  # a grads-mode child trains the weights that acted
+])
+def test_a3c_children_send_log_probabilities_where_the_learner_weighs_them(settings, sends, tmp_path):
+    config = make_config(env="CartPole-v1", logdir=str(tmp_path), **settings)
+    options = get_algorithm("a3c").acting_options(config, 0)
+    assert options["send_log_probs"] is sends
+
+
+def test_the_learners_batch_weighs_rows_by_their_log_probabilities():
+    net = build_net(describe_env("CartPole-v1"))
+    states = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
+    batch = TransitionBatch(states=states, actions=np.array([0, 1, 0, 1]), rewards=np.ones(4, np.float32),
+                            dones=np.ones(4, bool), steps=np.ones(4, np.int64),
+                            log_probs=np.log(np.full(4, 0.999, np.float32)))  # acted near-greedily
+    settings = LossSettings(gamma=0.9, entropy_beta=0.0, rho_bar=1.0)
+    terms, stats = batch_loss(net, batch, settings, "cpu")
+    # a fresh net is near uniform over 2 actions: every ratio is about 0.5 / 0.999
+    assert terms.importance_weights.numpy() == pytest.approx(np.full(4, 0.5 / 0.999), abs=0.05)
+    assert stats.importance_weight == pytest.approx(0.5 / 0.999, abs=0.05) and stats.truncated_share == 0.0
+    unweighted, _ = batch_loss(net, batch, LossSettings(gamma=0.9, entropy_beta=0.0), "cpu")
+    assert unweighted.importance_weights is None
+
+
+def test_a_run_trains_on_weighted_rows_and_reports_the_weights(tmp_path):
+    with Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9) as trainer:
+        result = trainer.train(frames=20_000)
+    # children act with weights a few steps old: the ratios spread around 1, some are cut
+    assert 0.5 < result["importance_weight"] < 1.0
+    assert 0.0 < result["truncated_share"] < 1.0
