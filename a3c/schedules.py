@@ -3,6 +3,7 @@ before any process starts: ``--lr-schedule``'s piecewise-linear factors of the r
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 
 LrSchedule = tuple[tuple[int, float], ...]
@@ -25,7 +26,7 @@ def parse_lr_schedule(text: str) -> LrSchedule:
         if not (math.isfinite(factor) and factor > 0):
             raise ValueError(f"factor {factor_text.strip()!r} is not above 0")
         points.append((int(frames), factor))
-    if any(later[0] < earlier[0] for earlier, later in zip(points, points[1:])):
+    if any(later[0] < earlier[0] for earlier, later in itertools.pairwise(points)):
         raise ValueError("the frames must not fall from one point to the next")
     return tuple(points)
 
