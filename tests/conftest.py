@@ -4,9 +4,12 @@ sleeping for a guess at how fast this machine is."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import queue
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +21,8 @@ import pytest
 from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, namespace_problem
 
 ROOT = Path(__file__).resolve().parents[1]
+REAL_RAY_STATE = pytest.StashKey[dict | None]()
+SESSION_HOME = pytest.StashKey[str]()
 
 
 class Trainer:
@@ -114,6 +119,43 @@ def launch() -> Iterator[Callable[..., Trainer]]:
         if trainer.process.poll() is None:
             trainer.process.kill()
             trainer.process.wait()
+
+
+REAL_RAY_DIR = Path.home() / ".ray"
+"""Where Ray keeps the user's own files (its authentication token among them), read before
+the suite points HOME elsewhere."""
+
+
+def folder_state(folder: Path) -> dict[str, tuple[int, int]] | None:
+    """Each file under ``folder`` with its size and modification time; None if it is absent."""
+    if not folder.exists():
+        return None
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Everything the suite starts (Ray's nodes, Tune, runs) keeps its state in a temporary
+    home and temp folder of the session's, not in the user's ``~/.ray``: a local Ray writes its
+    token there, and a cluster started later would pick it up (README, "On a Ray cluster")."""
+    config.stash[REAL_RAY_STATE] = folder_state(REAL_RAY_DIR)
+    home = tempfile.mkdtemp(prefix="a3c-tests-")  # short: Ray's socket paths live below it
+    config.stash[SESSION_HOME] = home
+    os.environ["HOME"] = home
+    os.environ["RAY_TMPDIR"] = home
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(SESSION_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def real_ray_dir_unchanged(request: pytest.FixtureRequest) -> Callable[[], bool]:
+    """Whether the user's ``~/.ray`` is still as it was before the suite started."""
+    before = request.config.stash[REAL_RAY_STATE]
+    return lambda: folder_state(REAL_RAY_DIR) == before
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY_SCENARIOS = ["unshare", "-rn", sys.executable, "-m", "tests.ray_scenarios"]
+
+
+SKIP_WITHOUT_NAMESPACE = "A3C_SKIP_RAY_TESTS"
+"""Set to 1 on a developer's machine that cannot make network namespaces, the Ray tests
+skip there; anywhere else (CI) they fail, so the Ray backend is never left untested."""
+
+
+def skip_or_fail_without_namespace() -> None:
+    """Fail the calling test where no network namespace can be made, or skip it if
+    ``SKIP_WITHOUT_NAMESPACE`` allows; return where one can."""
+    problem = namespace_problem()
+    if problem is None:
+        return
+    if os.environ.get(SKIP_WITHOUT_NAMESPACE) == "1":
+        pytest.skip(problem)
+    pytest.fail(f"{problem} (set {SKIP_WITHOUT_NAMESPACE}=1 to skip the Ray tests on this machine)")
 
 
 def namespace_problem() -> str | None:

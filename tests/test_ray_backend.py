@@ -11,7 +11,7 @@ import pytest
 from a3c.algos import get_algorithm
 from a3c.config import make_config
 from a3c.ray_actor import BLOCKS_IN_FLIGHT, block_steps
-from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, namespace_problem
+from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, skip_or_fail_without_namespace
 
 
 def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queues():
@@ -32,9 +32,7 @@ def seen(request):
     scenario = request.config.stash.get(RAY_SCENARIO, None)
     if scenario is None:
         pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
-        problem = namespace_problem()
-        if problem:
-            pytest.skip(problem)
+        skip_or_fail_without_namespace()
         scenario = Scenario(RAY_SCENARIOS)
     return scenario.result(timeout=540)
 

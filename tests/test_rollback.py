@@ -135,9 +135,14 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
     assert [point.value for point in scalars(next(tmp_path.iterdir())).Scalars("train/rollbacks")] == [1]
 
 
-def test_no_rollback_when_switched_off(tmp_path, monkeypatch):
+@pytest.mark.parametrize("switch", [True, False])
+def test_the_switch_decides_whether_a_locked_policy_is_rolled_back(tmp_path, monkeypatch, switch):
     monkeypatch.setattr(a3c.trainer, "policy_locked", lambda *figures: True)
     with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
-                 stop_reward=1e9, collapse_rollback=False) as trainer:
-        results = [trainer.train(seconds=0.5) for _ in range(3)]
-    assert results[-1]["rollbacks"] == 0
+                 stop_reward=1e9, collapse_rollback=switch) as trainer:
+        # first a full window of 100 episodes and a best state to go back to
+        while (result := trainer.train(seconds=0.5))["episode_reward_best"] is None:
+            pass
+        assert trainer._run.best_state.state is not None
+        result = trainer.train(seconds=1.0)  # several reports, each finding the policy "locked"
+    assert (result["rollbacks"] > 0) is switch

@@ -4,12 +4,13 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from a3c.config import ConfigError
 from a3c.sweep import combinations, format_table, parse_grid, summarize
-from tests.namespaces import ROOT, namespace_problem
+from tests.namespaces import ROOT, skip_or_fail_without_namespace
 
 
 def test_grid_values_take_their_settings_types_and_combine_in_order():
@@ -56,11 +57,9 @@ def test_bad_sweep_input_exits_2_before_ray_starts(capsys):
 
 
 @pytest.mark.timeout(420)
-def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_path):
+def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_path, real_ray_dir_unchanged):
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    problem = namespace_problem()
-    if problem:
-        pytest.skip(problem)
+    skip_or_fail_without_namespace()
     sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
              f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-seconds 8 "
              f"--logdir {tmp_path} --name grid")
@@ -75,3 +74,5 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
         summary = json.loads((run / "summary.json").read_text())
         assert summary["reason"] in ("solved", "time_budget") and summary["frames"] > 0
         assert any(run.glob("events.out.tfevents.*"))
+    # Ray wrote its token and session files in the suite's own home, not the user's
+    assert (Path.home() / ".ray" / "auth_token").exists() and real_ray_dir_unchanged()
