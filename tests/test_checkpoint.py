@@ -2,7 +2,6 @@
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 import torch
@@ -35,24 +34,29 @@ def test_failed_write_keeps_previous_checkpoint_and_no_temporary(tmp_path, monke
 
 
 @pytest.mark.timeout(60)
-def test_sigkill_during_writes_leaves_a_readable_checkpoint(tmp_path):
+def test_sigkill_in_the_middle_of_a_write_leaves_the_previous_checkpoint(tmp_path):
+    # the writer saves one whole checkpoint, then stalls half-way through the bytes of the
+    # next one and says so; the kill lands there, not wherever a sleep happens to end
     path = tmp_path / "checkpoint.pt"
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import torch
+        import time
+        import a3c.checkpoint
         from a3c.checkpoint import save_checkpoint
-        frame = 0
-        while True:
-            frame += 1
-            save_checkpoint({str(path)!r}, {{"model": {{"w": torch.randn(500_000)}},
-                                             "counters": {{"frames": frame}}}})
-        """)])
-    deadline = time.monotonic() + 30
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+        save_checkpoint({str(path)!r}, {{"counters": {{"frames": 1}}}})
+
+        def stalled_save(obj, stream):
+            stream.write(b"half a checkpoint")
+            stream.flush()
+            print("mid-write", flush=True)
+            time.sleep(60)
+
+        a3c.checkpoint.torch.save = stalled_save
+        save_checkpoint({str(path)!r}, {{"counters": {{"frames": 2}}}})
+        """)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "mid-write"
     writer.kill()
     writer.wait()
-    assert load_checkpoint(path)["counters"]["frames"] >= 1
+    assert load_checkpoint(path)["counters"]["frames"] == 1
 
 
 @pytest.mark.parametrize("content, reason", [

@@ -107,13 +107,62 @@ def test_with_several_agents_a_rollout_waits_for_every_agents_steps():
     assert all(result == [] for result in results[:-1]) and len(results[-1]) == 2
 
 
-def test_without_vtrace_the_value_targets_are_the_gae_returns():
-    learner = _learner(rollout_length=2, vtrace=False)
-    rollout = learner.prepare(_rows([(0, [0, 1], [False, True]), (1, [0, 1], [True, False]),
-                                     (0, [0, 1], [False, False]), (1, [0, 1], [False, False])]))
-    assert rollout.vtrace_rho is None
-    assert torch.allclose(rollout.targets, rollout.advantages + rollout.old_values)
-    assert torch.allclose(rollout.behaviour_log_probs, torch.full((8,), float(np.log(0.5))))
+class TableNet(torch.nn.Module):
+    """Uniform logits over 2 actions and V(s) = the state's first number: values and
+    probabilities set by hand."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, states):
+        return torch.zeros(len(states), 2) + 0 * self.unused, states[:, 0] + 0 * self.unused
+
+
+def _hand_rollout() -> list[tuple[int, TransitionBatch]]:
+    """Worker 1's env 0 sends one row, then worker 0's env 0 three: its second row is
+    truncated (bootstrap 4), its third ends the env's part of the rollout (bootstrap 2)."""
+    def rows(values, rewards, ends, last_values, behaviour):
+        count = len(values)
+        return TransitionBatch(
+            states=np.array([[value, 0.0, 0.0, 0.0] for value in values], np.float32),
+            actions=np.zeros(count, np.int64), rewards=np.array(rewards, np.float32),
+            dones=np.zeros(count, bool), steps=np.ones(count, np.int64),
+            last_values=np.array(last_values, np.float32), policy_versions=np.zeros(count, np.int64),
+            log_probs=np.log(np.array(behaviour, np.float32)), env_ids=np.zeros(count, np.int64),
+            ends=np.array(ends))
+    return [(1, rows([3.0], [5.0], [False], [1.0], [0.5])),
+            (0, rows([0.5, 1.0, 1.5], [1.0, 2.0, 3.0], [False, True, False], [0.0, 4.0, 2.0],
+                     [0.25, 0.5, 1.0]))]
+
+
+# gamma 0.9, lambda 0.8; the learner's policy gives each action 0.5, so the ratios pi/mu of
+# worker 0's rows are 2, 1 and 0.5 and of worker 1's row 1. TD errors r + gamma V(next) - V:
+# worker 0: 1 + 0.9 * 1.0 - 0.5 = 1.4 (its episode goes on), 2 + 0.9 * 4 - 1 = 4.6 (truncated:
+# bootstraps from 4), 3 + 0.9 * 2 - 1.5 = 3.3 (its part ends: no chain into worker 1's row);
+# worker 1: 5 + 0.9 * 1 - 3 = 2.9.
+HAND_ADVANTAGES = [1.4 + 0.9 * 0.8 * 4.6, 4.6, 3.3, 2.9]
+HAND_VALUES = [0.5, 1.0, 1.5, 3.0]
+# V-trace: rho = min(1, ratio) on each TD error, the trace lambda * min(1, ratio): row 0's ratio
+# 2 is cut to 1, row 2's 0.5 halves its TD error
+HAND_VTRACE = [0.5 + 1.4 + 0.9 * 0.8 * 4.6, 1.0 + 4.6, 1.5 + 0.5 * 3.3, 3.0 + 2.9]
+
+
+@pytest.mark.parametrize("vtrace, targets", [
+    (False, [a + v for a, v in zip(HAND_ADVANTAGES, HAND_VALUES)]),
+    (True, HAND_VTRACE),
+])
+def test_prepare_gives_the_advantages_and_targets_worked_out_by_hand(vtrace, targets):
+    config = make_config(env="CartPole-v1", algo="ppo", gamma=0.9, gae_lambda=0.8, vtrace=vtrace,
+                         processes=2, envs_per_process=1, bf16=False)
+    learner = PPOLearner(config, TableNet(), torch.zeros((), dtype=torch.int64), 1)
+    rollout = learner.prepare(_hand_rollout())
+    assert rollout.old_values.tolist() == pytest.approx(HAND_VALUES)  # worker 0's rows, then 1's
+    assert rollout.advantages.tolist() == pytest.approx(HAND_ADVANTAGES)
+    assert rollout.targets.tolist() == pytest.approx(targets)
+    assert rollout.behaviour_log_probs.tolist() == pytest.approx(np.log([0.25, 0.5, 1.0, 0.5]))
+    if vtrace:
+        assert rollout.vtrace_rho == pytest.approx((1 + 1 + 0.5 + 1) / 4)
 
 
 def test_ppo_settings_are_checked_in_one_line():

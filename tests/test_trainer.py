@@ -12,6 +12,7 @@ import psutil
 import pytest
 import torch
 
+import a3c.trainer
 from a3c import Callback, ConfigError, RunEnded, Trainer
 from a3c.checkpoint import save_checkpoint
 from tests.helpers import scalars
@@ -179,22 +180,31 @@ def test_env_task_needs_an_env_with_set_task(tmp_path):
     assert no_children()
 
 
-def test_evaluation_every_n_iterations_runs_greedy_episodes_and_logs_them(tmp_path):
+def test_evaluation_every_n_iterations_runs_greedy_episodes_and_logs_them(tmp_path, monkeypatch):
+    asked_greedy = []
+
+    def recording_act_once(net, algorithm, observation, greedy):
+        asked_greedy.append(greedy)
+        return 0
+
+    monkeypatch.setattr(a3c.trainer, "act_once", recording_act_once)
     with Trainer(env=TOY, logdir=str(tmp_path), stop_reward=1e9, eval_every=2, eval_episodes=3) as trainer:
         results = [trainer.train(frames=100) for _ in range(4)]
     assert ["eval/episode_reward_mean" in result for result in results] == [False, True, False, True]
     assert results[1]["eval/episode_reward_mean"] == 15.0  # 1 + 2 + 3 + 4 + 5, whatever the actions
     assert results[1]["eval/episode_length_mean"] == 5.0 and results[1]["eval/episodes"] == 3
+    assert len(asked_greedy) == 2 * 3 * 5 and all(asked_greedy)  # every evaluation step is greedy
     run_dir = next(tmp_path.iterdir())
     assert len(scalars(run_dir).Scalars("eval/episode_reward_mean")) == 2
 
 
 def test_a_second_trainer_in_the_same_process_after_the_first(tmp_path):
-    for index in range(2):
-        with Trainer(env=TOY, logdir=str(tmp_path / str(index)), stop_reward=1e9) as trainer:
+    for index, threads in enumerate((2, 1)):
+        with Trainer(env=TOY, logdir=str(tmp_path / str(index)), stop_reward=1e9,
+                     learner_threads=threads) as trainer:
             assert trainer.train(frames=100)["frames"] >= 100
+            assert torch.get_num_threads() == threads  # each run's learner takes its own setting
         assert no_children()
-    assert torch.get_num_threads() >= 1
 
 
 def test_memory_stays_flat_over_hundreds_of_iterations(tmp_path):
