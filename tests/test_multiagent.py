@@ -42,7 +42,7 @@ def test_two_step_game_pays_half_the_team_reward_to_each_agent(first, second, st
     assert observations["agent_0"].tolist() == [1.0, 0.0, 0.0]
     # the first agent's action picks the state, the second's is ignored, nothing is paid
     observations, rewards, terminations, _, _ = game.step({"agent_0": state - 1, "agent_1": 1 - (state - 1)})
-    assert observations["agent_1"].tolist() == [0.0, 1.0, 0.0] if state == 1 else [0.0, 0.0, 1.0]
+    assert observations["agent_1"].tolist() == ([0.0, 1.0, 0.0] if state == 1 else [0.0, 0.0, 1.0])
     assert rewards == {"agent_0": 0.0, "agent_1": 0.0} and not any(terminations.values())
     _, rewards, terminations, _, _ = game.step({"agent_0": first, "agent_1": second})
     assert rewards == {"agent_0": team_reward / 2, "agent_1": team_reward / 2}
@@ -83,6 +83,27 @@ def test_an_agent_that_finishes_early_leaves_its_slot_idle_until_its_env_ends():
     assert infos["final_obs"][1, :2].tolist() == [3.0, 1.0]  # b's last real observation
     assert observations[1, :2].tolist() == [0.0, 1.0]  # the next episode's first
     assert observations[:, -2:].tolist() == [[1, 0], [0, 1], [1, 0], [0, 1]]
+
+
+TIME_LIMIT = "tests.parallel_envs.time_limit"
+
+
+def test_a_time_limit_cuts_the_joint_env_and_its_slots_as_truncated_not_terminated():
+    joint = JointEnv(TIME_LIMIT)
+    joint.reset(seed=0)
+    _, reward, terminated, truncated, info = joint.step(np.array([0, 0]))
+    assert (reward, terminated, truncated) == (2.0, False, False)
+    observation, reward, terminated, truncated, info = joint.step(np.array([0, 0]))
+    assert (reward, terminated, truncated) == (2.0, False, True)
+    assert info["agent_truncated"].tolist() == [True, True]
+    assert observation[:, :2].tolist() == [[2.0, 0.0], [2.0, 1.0]]  # the real last observations
+    slots = AgentSlots(TIME_LIMIT, 2)
+    slots.reset(seed=0)
+    slots.step(np.zeros(4, dtype=np.int64))
+    observations, _, terminated, truncated, infos = slots.step(np.zeros(4, dtype=np.int64))
+    assert terminated.tolist() == [False] * 4 and truncated.tolist() == [True] * 4
+    assert infos["final_obs"][:, 0].tolist() == [2.0] * 4  # to bootstrap from
+    assert observations[:, 0].tolist() == [0.0] * 4  # the next episodes' first
 
 
 def test_agents_that_observe_differently_are_refused_in_one_line():
@@ -168,7 +189,7 @@ def test_maddpg_targets_by_hand():
             last = target.actors.nets[agent].policy[-1]
             last.weight.zero_()
             last.bias.copy_(torch.tensor([1.0, -1.0]) if favourite == 0 else torch.tensor([-1.0, 1.0]))
-        for agent, action_values in enumerate(([10.0, 20, 30, 40], [1.0, 2, 3, 4])):
+        for agent, action_values in enumerate(([10.0, 20, 30, 70], [1.0, 2, 3, 7])):
             critic = nn.Linear(6 + 4, 1)  # Q'_i = the value of each agent's action, summed
             critic.weight.copy_(torch.tensor([[0, 0, 0, 0, 0, 0, *action_values]]))
             critic.bias.zero_()
@@ -178,7 +199,8 @@ def test_maddpg_targets_by_hand():
         states=observations, actions=np.zeros((2, 2), np.int64),
         rewards=np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), dones=np.array([False, True]),
         steps=np.ones(2, np.int64), last_states=observations)
-    # a' = (1, 0): Q'_0 = 20 + 30 = 50, Q'_1 = 2 + 3 = 5; the second row terminated
+    # a' = (1, 0): Q'_0 = 20 + 30 = 50, Q'_1 = 2 + 3 = 5 (every other joint action gives
+    # another value: (0, 1) 80 and 8); the second row terminated
     assert update.targets(batch).tolist() == [[1 + 0.5 * 50, 2 + 0.5 * 5], [3.0, 4.0]]
     assert critic_targets(torch.tensor([[1.0]]), torch.tensor([False]), torch.tensor([[2.0]]), 0.9).item() == pytest.approx(2.8)
 
@@ -196,6 +218,53 @@ def test_straight_through_gumbel_acts_one_hot_and_passes_the_relaxed_gradient():
     gumbels = -torch.empty_like(logits).exponential_().log()
     (F.softmax((logits + gumbels) / 0.5, dim=-1) * weights).sum().backward()
     assert torch.allclose(straight_through, logits.grad)
+
+
+def test_straight_through_gumbel_samples_the_policy_not_its_most_probable_action():
+    logits = torch.tensor([0.5, -1.0, 2.0]).repeat(20_000, 1)
+    torch.manual_seed(0)
+    frequencies = straight_through_gumbel(logits).detach().mean(dim=0)
+    torch.testing.assert_close(frequencies, torch.softmax(logits[0], 0), atol=0.015, rtol=0)
+
+
+def _update_with_action_critics(action_weights: list[list[float]], tau: float) -> MADDPGUpdate:
+    """An update whose critic i is linear in the joint one-hot actions with ``action_weights[i]``
+    (a0=0, a0=1, a1=0, a1=1) and blind to the observations."""
+    net = MADDPGNet(observation_size=3, n_actions=2, agent_policies=["agent_0", "agent_1"])
+    with torch.no_grad():
+        for agent, weights in enumerate(action_weights):
+            critic = nn.Linear(6 + 4, 1)
+            critic.weight.copy_(torch.tensor([[0.0] * 6 + weights]))
+            critic.bias.zero_()
+            net.critics[agent] = critic
+    return MADDPGUpdate(net, lr=0.01, adam_eps=1e-8, clip_grad=100.0, gamma=0.5, tau=tau, temperature=1.0,
+                        device="cpu", version_counter=torch.zeros((), dtype=torch.int64))
+
+
+def test_each_actor_climbs_its_own_agents_critic_and_the_targets_follow_by_polyak():
+    # critic 0 pays agent 0's action 1 (and agent 1's action 0); critic 1 pays agent 1's action 1
+    # (and agent 0's action 0): an actor that climbed the other agent's critic, or went down
+    # its own, would make its action 1 less likely
+    update = _update_with_action_critics([[0.0, 10.0, 10.0, 0.0], [10.0, 0.0, 0.0, 10.0]], tau=0.25)
+    with torch.no_grad():
+        for parameter in update.target_net.parameters():
+            parameter.zero_()
+    observations = np.array([[[0.3, 1, 0], [0.7, 0, 1]]] * 8, np.float32)
+    batch = TransitionBatch(states=observations, actions=np.zeros((8, 2), np.int64),
+                            rewards=np.zeros((8, 2), np.float32), dones=np.zeros(8, bool),
+                            steps=np.ones(8, np.int64), last_states=observations)
+    states = torch.as_tensor(observations)
+    with torch.no_grad():
+        before = update.net(states)[0]
+    torch.manual_seed(0)
+    update.step(batch, np.ones(8, np.float32))
+    with torch.no_grad():
+        after = update.net(states)[0]
+    preference = lambda logits: logits[:, :, 1] - logits[:, :, 0]
+    assert (preference(after) > preference(before)).all()  # both agents, every row
+    # the targets moved a quarter of the way from where they were (zeros) to the online weights
+    for target, online in zip(update.target_net.parameters(), update.net.parameters()):
+        torch.testing.assert_close(target, 0.25 * online.detach())
 
 
 def test_the_actor_update_changes_only_its_own_agents_action():
