@@ -9,28 +9,28 @@ from a3c.checkpoint import load_checkpoint
 from a3c.load import read_progress
 from tests.helpers import alive, only_run_dir, scalars
 
-RANDOM_CARTPOLE_RETURN = 22.0
-
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("mode, budget", [("data", 200_000), ("grads", 150_000)])
-def test_cartpole_learns_and_exits_clean(launch, tmp_path, mode, budget):
-    # grads mode sums two children's 128-transition gradients per step: half the steps per frame.
-    # A progress line each second: a fast host runs the budget in under the default 5 s
-    trainer = launch(
-        ["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
-         "--logdir", str(tmp_path), "--mode", mode, "--stop-reward", "1e9", "--report-interval", "1"])
+# the data mode's bound is CartPole's own (475); grads mode, with half the steps per frame
+# (two children's gradients summed per step), is asked for 200, nine times random play's 22
+@pytest.mark.parametrize("mode, bound", [("data", 475), ("grads", 200)])
+def test_cartpole_learns_to_the_reward_bound_and_exits_clean(launch, tmp_path, mode, bound):
+    budget = 400_000  # at most about twice what either needs
+    bound_flag = ["--stop-reward", str(bound)] if mode == "grads" else []
+    # A progress line each second: a fast host solves in under the default 5 s
+    trainer = launch(["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
+                      "--logdir", str(tmp_path), "--mode", mode, "--report-interval", "1", *bound_flag])
     assert trainer.finish(timeout=240) == 0, trainer.output
     assert len(trainer.descendants) >= 2  # the children really ran
     assert alive(trainer.descendants) == []
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["reason"] == "frame_budget" and summary["frames"] >= budget
-    # random play averages about 22; within the budget a learning agent gets far above it. The
-    # best mean, not the last: a run that trains on past solving can collapse (seen once in
-    # about 12 runs of this test, to a mean of 9), which this test is not about
+    assert summary["reason"] == "solved" and summary["mean_reward_100"] >= bound, trainer.output
+    assert summary["frames"] < budget
+    assert trainer.output.strip().splitlines()[-1].startswith("solved:")
+    # solved before the periodic best check, maybe: the ending writes best.pt itself
+    assert load_checkpoint(run_dir / "best.pt")["best_mean_reward"] >= bound
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
-    assert checkpoint["best_mean_reward"] > 3 * RANDOM_CARTPOLE_RETURN, trainer.output
     assert "mean-100 reward" in trainer.output and "frames/s" in trainer.output
     assert checkpoint["counters"]["frames"] == summary["frames"]
     tags = set(scalars(run_dir).Tags()["scalars"])
@@ -39,21 +39,7 @@ def test_cartpole_learns_and_exits_clean(launch, tmp_path, mode, budget):
             "train/advantage", "train/values", "train/reference_values", "train/policy_lag",
             "perf/learner_busy_fraction"} <= tags
     assert ("train/dropped_gradients" in tags) == (mode == "grads")
-
-
-@pytest.mark.timeout(300)
-def test_cartpole_stops_at_the_reward_bound(launch, tmp_path):
-    trainer = launch(
-        ["-n", "bound", "--env", "CartPole-v1", "--stop-reward", "40", "--max-frames", "200000",
-         "--logdir", str(tmp_path)])
-    assert trainer.finish(timeout=240) == 0, trainer.output
-    assert alive(trainer.descendants) == []
-    run_dir = only_run_dir(tmp_path)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["reason"] == "solved" and summary["mean_reward_100"] >= 40
-    assert trainer.output.strip().splitlines()[-1].startswith("solved:")
-    # solved in seconds, before the periodic best check: the ending writes best.pt itself
-    assert load_checkpoint(run_dir / "best.pt")["best_mean_reward"] >= 40
+    assert ("train/importance_weight" in tags) is True  # 1 in grads mode, where rows are on-policy
 
 
 @pytest.mark.timeout(300)
@@ -71,6 +57,7 @@ def test_atari_smoke_writes_readable_tensorboard_events(launch, tmp_path, mode, 
     assert losses and all(point.step <= 4000 + 4 * 4 for point in losses)
     assert "hyperparameters/text_summary" in events.Tags()["tensors"]
     assert load_checkpoint(run_dir / "checkpoint.pt")["config"]["env_id"] == "PongNoFrameskip-v4"
+    assert json.loads((run_dir / "summary.json").read_text())["reason"] == "frame_budget"
 
 
 @pytest.mark.timeout(120)

@@ -66,7 +66,6 @@ def test_with_pong_one_round_is_taken_at_each_boundary_the_window_calls(probe):
     results = probe_through_pong(probe, with_pong=True, run_pong=pong_window)
     assert rounds_taken == [1, 2, 3]
     assert results["probe"]["rounds"] == 3
-    assert results["probe"]["round_bounds"] == pytest.approx(round_bounds(results["probe"]))
     assert len(results["probe"]["round_bounds"]) == 3
     assert results["ours"]["transitions_per_second"] == 1.0
     assert "cpu_steal" in results["ours"] and "cpu_steal" in results["probe"]
