@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"Trainer": "a3c.trainer", "RunEnded": "a3c.trainer", "Callback": "a3c.callbacks",
+_EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer", "Callback": "a3c.lifecycle.callbacks",
             "ConfigError": "a3c.config"}
 __all__ = ["Callback", "ConfigError", "RunEnded", "Trainer"]
 

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from a3c.config import ConfigError, exit_on_config_error, parse_config
+from a3c.lifecycle.signals import StopSignals
+from a3c.lifecycle.trainer import Trainer, exit_code
 from a3c.preflight import preflight
-from a3c.signals import StopSignals
-from a3c.trainer import Trainer, exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

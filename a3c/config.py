@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 
 from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
-from a3c.ray_cluster import parse_address
 from a3c.settings import ConfigError, Preset, option
+from a3c.transport.ray_cluster import parse_address
 from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvFamily, EnvInfo, env_family
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]

@@ -21,7 +21,7 @@ from torch import nn
 
 from a3c.algos import get_algorithm
 from a3c.algos.base import Algorithm
-from a3c.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
+from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
 from lib.envs import EnvError, describe_env, make_env
 from lib.models import evaluate

@@ -37,7 +37,7 @@ def preflight(config: Config) -> EnvInfo:
         if importlib.util.find_spec("ray") is None:
             raise ConfigError("--backend ray needs Ray: pip install 'a3c[ray]'")
         if config.ray_address is not None:
-            from a3c.ray_cluster import check_address
+            from a3c.transport.ray_cluster import check_address
 
             check_address(config.ray_address)
     return env_info

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, value_type
-from a3c.ray_cluster import check_address, connect, disconnect
+from a3c.transport.ray_cluster import check_address, connect, disconnect
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -67,7 +67,7 @@ def trial(config: dict[str, Any]) -> None:
     ``tune.report`` per iteration, until it ends."""
     from ray import tune
 
-    from a3c.trainer import Trainer
+    from a3c.lifecycle.trainer import Trainer
 
     with Trainer(**config["trial"]) as trainer:
         while True:

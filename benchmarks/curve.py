@@ -17,8 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from a3c.load import PROGRESS_FILE
-from a3c.run import read_checkpoint
+from a3c.lifecycle.load import PROGRESS_FILE
+from a3c.lifecycle.run import read_checkpoint
 from benchmarks.report import plot_solve
 
 

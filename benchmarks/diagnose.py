@@ -21,7 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.learner import relu_activity
-from a3c.checkpoint import load_checkpoint, saved_algorithm
+from a3c.lifecycle.checkpoint import load_checkpoint, saved_algorithm
 from lib.envs import describe_env, make_env
 from lib.models import forward
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from a3c.load import read_progress
+from a3c.lifecycle.load import read_progress
 from benchmarks.solve import train_to_goal
 from lib.multiagent import TWO_STEP_GAME, JointEnv
 

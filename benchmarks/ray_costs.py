@@ -17,7 +17,7 @@ import numpy as np
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
-from a3c.ray_actor import Block, block_steps
+from a3c.transport.ray_actor import Block, block_steps
 from benchmarks.probe import (
     env_stage,
     inference_stage,
@@ -70,7 +70,7 @@ def measure(env_id: str = "PongNoFrameskip-v4", seconds: float = 3.0) -> dict:
     import ray
     import torch
 
-    from a3c.ray_cluster import connect, disconnect
+    from a3c.transport.ray_cluster import connect, disconnect
 
     config = make_config(env=env_id, backend="ray")
     envs, batch = config.envs_per_process, config.batch_size

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from a3c.load import read_progress
+from a3c.lifecycle.load import read_progress
 from benchmarks.window import ROOT, stop_trainer
 
 EARLY_FRAMES = (2_000_000, 4_000_000, 6_000_000)
@@ -60,7 +60,7 @@ SHOWN_SETTINGS = ("screen_size", "bf16", "conv", "processes", "envs_per_process"
 
 def run_settings(run_dir: Path) -> dict:
     """``SHOWN_SETTINGS`` as the run's checkpoint saved them."""
-    from a3c.checkpoint import load_checkpoint
+    from a3c.lifecycle.checkpoint import load_checkpoint
 
     config = load_checkpoint(str(run_dir / "checkpoint.pt"))["config"]
     return {name: config.get(name) for name in SHOWN_SETTINGS}

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from a3c.algos import get_algorithm
 from a3c.config import Config
-from a3c.process_pool import ProcessPool
+from a3c.transport.process_pool import ProcessPool
 from lib.envs import describe_env
 from lib.models import build_net
 

@@ -188,7 +188,7 @@ def cluster_runs(logdir: Path) -> dict:
 
     from a3c import Trainer
     from a3c.config import ConfigError
-    from a3c.ray_cluster import check_address
+    from a3c.transport.ray_cluster import check_address
 
     head = ray_node("--head", f"--port={PORT}", "--num-cpus=5", "--include-dashboard=false")
     second = third = None

@@ -9,7 +9,7 @@ import torch
 
 from a3c.actor import VectorActor
 from a3c.algos import get_algorithm
-from a3c.worker import make_vector_actor
+from a3c.transport.worker import make_vector_actor
 from lib.envs import describe_env
 from lib.models import build_net
 from tests.helpers import toy_config

@@ -17,8 +17,8 @@ from torch import nn
 from a3c import ConfigError, Trainer
 from a3c.algos import algorithm_names, register
 from a3c.algos.base import Algorithm
-from a3c.checkpoint import load_checkpoint
 from a3c.learner import clip_and_step, make_adam
+from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.play import play
 from lib.loss import policy_loss
 from lib.models import build_net, forward
@@ -146,10 +146,10 @@ def _modules_after(code: str) -> set[str]:
 
 LEARNER_SIDE = {"tensorboardX", "a3c.learner", "a3c.algos.a3c.learner", "a3c.algos.dqn.learner",
                 "a3c.algos.ppo.learner",
-                "a3c.trainer", "a3c.run", "lib.replay"}
+                "a3c.lifecycle.trainer", "a3c.lifecycle.run", "lib.replay"}
 
 
-@pytest.mark.parametrize("module", ["a3c.ray_actor", "a3c.worker"])
+@pytest.mark.parametrize("module", ["a3c.transport.ray_actor", "a3c.transport.worker"])
 def test_the_acting_side_imports_no_learner_optimizer_or_writer(module):
     code = (f"import {module}\nfrom a3c.algos import BUILT_IN\nfrom a3c.config import make_config\n"
             "for algorithm in BUILT_IN:\n"

@@ -5,8 +5,8 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 
-from a3c.channel import ChildChannel, SlotLayout
-from a3c.messages import SlotTransitions
+from a3c.transport.channel import ChildChannel, SlotLayout
+from a3c.transport.messages import SlotTransitions
 from lib.experience import TransitionBatch
 
 

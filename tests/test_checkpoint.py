@@ -6,8 +6,8 @@ import textwrap
 import pytest
 import torch
 
-import a3c.checkpoint
-from a3c.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+import a3c.lifecycle.checkpoint
+from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def test_round_trip_loads_with_weights_only(tmp_path):
@@ -26,7 +26,7 @@ def test_failed_write_keeps_previous_checkpoint_and_no_temporary(tmp_path, monke
         stream.write(b"half a checkpoint")
         raise OSError("disk full")
 
-    monkeypatch.setattr(a3c.checkpoint.torch, "save", torn_save)
+    monkeypatch.setattr(a3c.lifecycle.checkpoint.torch, "save", torn_save)
     with pytest.raises(OSError):
         save_checkpoint(path, {"counters": {"frames": 2}})
     assert load_checkpoint(path)["counters"]["frames"] == 1
@@ -40,8 +40,8 @@ def test_sigkill_in_the_middle_of_a_write_leaves_the_previous_checkpoint(tmp_pat
     path = tmp_path / "checkpoint.pt"
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        import a3c.checkpoint
-        from a3c.checkpoint import save_checkpoint
+        import a3c.lifecycle.checkpoint
+        from a3c.lifecycle.checkpoint import save_checkpoint
         save_checkpoint({str(path)!r}, {{"counters": {{"frames": 1}}}})
 
         def stalled_save(obj, stream):
@@ -50,7 +50,7 @@ def test_sigkill_in_the_middle_of_a_write_leaves_the_previous_checkpoint(tmp_pat
             print("mid-write", flush=True)
             time.sleep(60)
 
-        a3c.checkpoint.torch.save = stalled_save
+        a3c.lifecycle.checkpoint.torch.save = stalled_save
         save_checkpoint({str(path)!r}, {{"counters": {{"frames": 2}}}})
         """)], stdout=subprocess.PIPE, text=True)
     assert writer.stdout.readline().strip() == "mid-write"

@@ -18,9 +18,9 @@ from a3c.algos.a3c.settings import (
     small_preset,
     vector_preset,
 )
-from a3c.channel import queue_capacity, slots_per_child
 from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.settings import CORES, ConfigError
+from a3c.transport.channel import queue_capacity, slots_per_child
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),

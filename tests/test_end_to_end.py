@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from a3c.checkpoint import load_checkpoint
-from a3c.load import read_progress
+from a3c.lifecycle.checkpoint import load_checkpoint
+from a3c.lifecycle.load import read_progress
 from tests.helpers import alive, only_run_dir, scalars
 
 

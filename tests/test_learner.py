@@ -15,8 +15,8 @@ from a3c.algos.a3c.learner import (
     relu_activity,
 )
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
-from a3c.messages import Gradients, Transitions
 from a3c.schedules import parse_lr_schedule, scheduled
+from a3c.transport.messages import Gradients, Transitions
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
 from lib.models import MlpA2C

@@ -12,8 +12,8 @@ from torch import nn
 
 from a3c.algos.maddpg.learner import MADDPGUpdate
 from a3c.config import ConfigError
+from a3c.lifecycle.trainer import Trainer
 from a3c.play import PlayError, play
-from a3c.trainer import Trainer
 from lib.envs import EnvError, describe_env
 from lib.experience import NStepAccumulator, TransitionBatch
 from lib.maddpg import MADDPGNet, actor_joint_actions, critic_targets, straight_through_gumbel

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import a3c.play
-from a3c.checkpoint import save_checkpoint
+from a3c.lifecycle.checkpoint import save_checkpoint
 from lib.envs import describe_env
 from lib.models import build_net
 

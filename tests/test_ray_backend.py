@@ -10,7 +10,7 @@ import pytest
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
-from a3c.ray_actor import BLOCKS_IN_FLIGHT, block_steps
+from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, block_steps
 from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, skip_or_fail_without_namespace
 
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import a3c.cli
-import a3c.trainer
-from a3c.checkpoint import load_checkpoint, save_checkpoint
+import a3c.lifecycle.trainer
+from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from lib.envs import describe_env
 from lib.models import build_net
 from tests.conftest import Trainer
@@ -91,7 +91,7 @@ def test_resume_continues_counters_optimizer_and_tensorboard_steps(launch, tmp_p
 
 
 def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
+    monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(b"\x00" * 64)
     foreign = tmp_path / "foreign.pt"
@@ -113,7 +113,7 @@ def test_resume_refuses_damaged_foreign_or_mismatched_files(tmp_path, capsys, mo
 
 def test_resuming_a_small_net_checkpoint_at_the_defaults_names_the_flags_of_its_net(tmp_path, capsys,
                                                                                      monkeypatch):
-    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
+    monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     small = tmp_path / "small.pt"
     net = build_net(describe_env("PongNoFrameskip-v4"), heads="shared", conv="small")
     save_checkpoint(small, {"config": {"env_id": "PongNoFrameskip-v4", "heads": "shared", "conv": "small"},
@@ -127,7 +127,7 @@ def test_resuming_a_small_net_checkpoint_at_the_defaults_names_the_flags_of_its_
 
 
 def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(capsys, monkeypatch):
-    monkeypatch.setattr(a3c.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
+    monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     # /proc takes no new directories, even from root, for whom the access check passes
     with pytest.raises(SystemExit) as exited:
         a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--logdir", "/proc/nope"])

@@ -2,7 +2,7 @@
 import os
 import signal
 
-from a3c.signals import StopSignals
+from a3c.lifecycle.signals import StopSignals
 
 
 def send(signum):

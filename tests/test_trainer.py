@@ -12,9 +12,9 @@ import psutil
 import pytest
 import torch
 
-import a3c.trainer
+import a3c.lifecycle.trainer
 from a3c import Callback, ConfigError, RunEnded, Trainer
-from a3c.checkpoint import save_checkpoint
+from a3c.lifecycle.checkpoint import save_checkpoint
 from tests.helpers import scalars
 
 TOY = "tests.toy_envs:TaskCounting-v0"
@@ -187,7 +187,7 @@ def test_evaluation_every_n_iterations_runs_greedy_episodes_and_logs_them(tmp_pa
         asked_greedy.append(greedy)
         return 0
 
-    monkeypatch.setattr(a3c.trainer, "act_once", recording_act_once)
+    monkeypatch.setattr(a3c.lifecycle.trainer, "act_once", recording_act_once)
     with Trainer(env=TOY, logdir=str(tmp_path), stop_reward=1e9, eval_every=2, eval_episodes=3) as trainer:
         results = [trainer.train(frames=100) for _ in range(4)]
     assert ["eval/episode_reward_mean" in result for result in results] == [False, True, False, True]

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
     from torch import nn
 
-    from a3c.channel import ChildChannel, SlotLayout
     from a3c.config import Config
+    from a3c.transport.channel import ChildChannel, SlotLayout
     from lib.envs import EnvInfo
     from lib.experience import TransitionBatch
 
@@ -149,7 +149,7 @@ class Algorithm:
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:
         """How a child's transitions leave it; by default, as they are, through the slots."""
-        from a3c.worker import TransitionSender
+        from a3c.transport.worker import TransitionSender
 
         return TransitionSender(net, version_counter, channel)
 
@@ -166,7 +166,7 @@ class Algorithm:
         """The shared-memory slots of one child: room for the states of the most
         transitions one vector step can emit (each agent's, in a multi-agent env), and their
         last states if they travel."""
-        from a3c.channel import SlotLayout, slots_per_child
+        from a3c.transport.channel import SlotLayout, slots_per_child
 
         rows = config.envs_per_process * config.reward_steps * max(1, len(env_info.agents))
         if self.sends_last_states:

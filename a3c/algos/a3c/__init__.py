@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from torch import nn
 
     from a3c.algos.a3c.learner import A3CLearner
-    from a3c.channel import ChildChannel, SlotLayout
     from a3c.config import Config
+    from a3c.transport.channel import ChildChannel, SlotLayout
     from lib.envs import EnvInfo
 
 
@@ -113,7 +113,7 @@ class A3C(ActorCritic):
         """Grads mode: one flat gradient a slot."""
         if config.mode != "grads":
             return super().slot_layout(config, env_info, net)
-        from a3c.channel import SlotLayout, slots_per_child
+        from a3c.transport.channel import SlotLayout, slots_per_child
 
         parameters = sum(parameter.numel() for parameter in net.parameters())
         return SlotLayout((parameters,), "float32", rows=1,

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from a3c.algos.a3c.settings import importance_weighted
-from a3c.channel import ChildChannel
+from a3c.transport.channel import ChildChannel
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import flat_gradients, loss_gradients

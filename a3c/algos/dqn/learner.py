@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.config import Config
-    from a3c.messages import Transitions
+    from a3c.transport.messages import Transitions
     from lib.envs import EnvInfo
 
 

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from torch import nn
 
     from a3c.algos.maddpg.learner import MADDPGLearner
-    from a3c.channel import SlotLayout
     from a3c.config import Config
+    from a3c.transport.channel import SlotLayout
     from lib.envs import EnvInfo
 
 
@@ -61,7 +61,7 @@ class MADDPG(Algorithm):
 
     def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
         """A row per env step, holding every agent's observation; its last states after."""
-        from a3c.channel import SlotLayout, slots_per_child
+        from a3c.transport.channel import SlotLayout, slots_per_child
 
         return SlotLayout((len(env_info.agents), *env_info.observation_shape), env_info.observation_dtype,
                           rows=2 * config.envs_per_process, slots=slots_per_child(self, config))

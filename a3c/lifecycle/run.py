@@ -14,10 +14,15 @@ import torch
 from tensorboardX import SummaryWriter
 
 from a3c.algos.base import Algorithm, AlgorithmLearner, net_settings
-from a3c.checkpoint import CheckpointError, check_matches, load_checkpoint, save_checkpoint
 from a3c.config import Config, ConfigError
 from a3c.learner import new_version_counter
-from a3c.rollback import BestState
+from a3c.lifecycle.checkpoint import (
+    CheckpointError,
+    check_matches,
+    load_checkpoint,
+    save_checkpoint,
+)
+from a3c.lifecycle.rollback import BestState
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.envs import EnvInfo

@@ -1,5 +1,5 @@
 """The Ray backend of the worker pool (``--backend ray``): the calls of ``WorkerPool``, with
-the children as Ray actors (``a3c.ray_actor``) on any node; this side runs on the driver.
+the children as Ray actors (``a3c.transport.ray_actor``) on any node; this side runs on the driver.
 
 - **Weights.** The learner's net goes into the object store once per version (``ray.put``
   when the pool finds it newer than the last published), and a ``WeightBoard`` actor on the
@@ -29,11 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from a3c.messages import EpisodeEnded, Transitions
-from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
-from a3c.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard
-from a3c.ray_cluster import actor_cpus, check_same_code, connect, disconnect, hold_learner_cpus
 from a3c.settings import ConfigError
+from a3c.transport.messages import EpisodeEnded, Transitions
+from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
+from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard
+from a3c.transport.ray_cluster import (
+    actor_cpus,
+    check_same_code,
+    connect,
+    disconnect,
+    hold_learner_cpus,
+)
 
 if TYPE_CHECKING:
     from torch import nn

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from a3c.messages import Gradients, SlotGradients, SlotTransitions, Transitions
+from a3c.transport.messages import Gradients, SlotGradients, SlotTransitions, Transitions
 from lib.experience import TransitionBatch
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lib.experience import EpisodeResult
 
 if TYPE_CHECKING:
-    from a3c.trainer import Trainer
+    from a3c.lifecycle.trainer import Trainer
 
 
 class Callback:

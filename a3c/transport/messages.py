@@ -1,7 +1,7 @@
 """What children send the learner through the queue: small picklable records.
 
 Large arrays do not travel in these records: a child writes observation rows (states, and
-last states for an off-policy learner) or its flat gradient (A3C's grads mode) into a shared-memory slot (see ``a3c.channel``) and sends
+last states for an off-policy learner) or its flat gradient (A3C's grads mode) into a shared-memory slot (see ``a3c.transport.channel``) and sends
 ``SlotTransitions`` or ``SlotGradients`` naming the slot; the pool hands the learner
 ``Transitions`` or ``Gradients`` with the arrays read back.
 """

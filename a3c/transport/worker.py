@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from a3c.actor import VectorActor
-from a3c.channel import ChildChannel
-from a3c.messages import EpisodeEnded, WorkerCrashed
+from a3c.transport.channel import ChildChannel
+from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.experience import TransitionBatch

@@ -28,18 +28,18 @@ import numpy as np
 import torch
 
 from a3c.algos import get_algorithm
-from a3c.backends import make_pool
-from a3c.callbacks import Callback
-from a3c.checkpoint import saved_algorithm
 from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
 from a3c.learner import NonFiniteLoss
-from a3c.load import PROGRESS_FILE, LoadMeter
-from a3c.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
+from a3c.lifecycle.callbacks import Callback
+from a3c.lifecycle.checkpoint import saved_algorithm
+from a3c.lifecycle.load import PROGRESS_FILE, LoadMeter
+from a3c.lifecycle.rollback import policy_locked
+from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
-from a3c.pool import WorkerDied, WorkerPool
 from a3c.preflight import preflight
-from a3c.rollback import policy_locked
-from a3c.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
+from a3c.transport.backends import make_pool
+from a3c.transport.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
+from a3c.transport.pool import WorkerDied, WorkerPool
 from lib.envs import EnvInfo, make_env
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting

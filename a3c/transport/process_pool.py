@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.multiprocessing as mp
 
-from a3c.channel import ChildChannel, queue_capacity
-from a3c.messages import SlotGradients, SlotTransitions, WorkerCrashed
-from a3c.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
-from a3c.worker import worker_main
+from a3c.transport.channel import ChildChannel, queue_capacity
+from a3c.transport.messages import SlotGradients, SlotTransitions, WorkerCrashed
+from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
+from a3c.transport.worker import worker_main
 
 if TYPE_CHECKING:
     from torch import nn

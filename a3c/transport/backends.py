@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
-    from a3c.pool import WorkerPool
+    from a3c.transport.pool import WorkerPool
     from lib.envs import EnvInfo
 
 
@@ -18,9 +18,9 @@ def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.M
               version_counter: torch.Tensor, base_seed: int) -> WorkerPool:
     """The pool of ``config.backend``."""
     if config.backend == "ray":
-        from a3c.ray_pool import RayWorkerPool
+        from a3c.transport.ray_pool import RayWorkerPool
 
         return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed)
-    from a3c.process_pool import ProcessPool
+    from a3c.transport.process_pool import ProcessPool
 
     return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed)

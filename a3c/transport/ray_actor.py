@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from a3c.algos.base import net_settings
-from a3c.channel import slots_per_child
-from a3c.worker import make_vector_actor
+from a3c.transport.channel import slots_per_child
+from a3c.transport.worker import make_vector_actor
 from lib.denormals import flush_denormals
 from lib.experience import EpisodeResult, TransitionBatch
 

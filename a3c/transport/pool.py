@@ -1,8 +1,8 @@
 """The worker pool: the one interface between the trainer and where the children run.
 
 Two backends implement it with the same constructor and calls: processes on this machine
-(``a3c.process_pool``) and Ray actors on a cluster (``a3c.ray_pool``);
-``a3c.backends.make_pool`` chooses once, from ``--backend``. The trainer sees:
+(``a3c.transport.process_pool``) and Ray actors on a cluster (``a3c.transport.ray_pool``);
+``a3c.transport.backends.make_pool`` chooses once, from ``--backend``. The trainer sees:
 
 - ``start``; ``get`` (the next message, never blocking for long, WorkerDied when a child is
   gone); ``restart`` (a fresh child in a dead one's place); ``set_env_task`` (curriculum: a
