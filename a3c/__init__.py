@@ -1,5 +1,7 @@
 """A3C on torch.multiprocessing: ``Trainer`` is one run (train / save / restore / act),
-``Callback`` hooks into it; the rest is its config, children, pool, learner and checkpoints.
+``Callback`` hooks into it, a ``ConsoleReporter`` prints what it does; the rest is its
+config (``config``), algorithms (``algos``), transports (``transport``) and life cycle
+(``lifecycle``).
 
 The names load on first use: spawned children import this package too, and should not pay
 for the learner's imports (tensorboardX, the optimizer).
@@ -9,9 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer", "Callback": "a3c.lifecycle.callbacks",
-            "ConfigError": "a3c.config"}
-__all__ = ["Callback", "ConfigError", "RunEnded", "Trainer"]
+_EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer",
+            "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
+            "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter"}
+__all__ = ["Callback", "ConfigError", "ConsoleReporter", "Reporter", "RunEnded", "Trainer"]
 
 
 def __getattr__(name: str) -> Any:

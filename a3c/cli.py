@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from a3c.config import ConfigError, exit_on_config_error, parse_config
+from a3c.lifecycle.reporter import ConsoleReporter
 from a3c.lifecycle.signals import StopSignals
 from a3c.lifecycle.trainer import Trainer, exit_code
 from a3c.preflight import preflight
@@ -16,7 +17,7 @@ from a3c.preflight import preflight
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = parse_config(argv)
-        trainer = Trainer.from_config(config, env_info=preflight(config))
+        trainer = Trainer.from_config(config, env_info=preflight(config), reporter=ConsoleReporter())
     except ConfigError as error:
         exit_on_config_error(error)
 

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import collections
-import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol, TextIO
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -92,13 +91,11 @@ class MeanTracker:
 
 
 class ProgressReporter:
-    """Prints one progress line every ``interval`` seconds and logs frames/s."""
+    """One progress line per ``report`` (the caller's timer decides when), and frames/s logged."""
 
-    def __init__(self, writer: ScalarWriter, interval: float = 5.0, stream: TextIO = sys.stdout,
-                 start_frame: int = 0):
+    def __init__(self, writer: ScalarWriter, say: Callable[[str], None], start_frame: int = 0):
         self.writer = writer
-        self.interval = interval
-        self.stream = stream
+        self.say = say
         self.started = time.monotonic()
         self._last_time = self.started
         self._last_frame = start_frame
@@ -106,25 +103,19 @@ class ProgressReporter:
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def maybe_report(self, frame: int, episodes: int, mean_reward: float | None,
-                     agent_means: Mapping[str, float] | None = None) -> bool:
-        """Print and log if ``interval`` seconds have passed since the last report; say so.
-        ``agent_means``: each agent's mean-100 in a multi-agent env, shown after the team's."""
+    def report(self, frame: int, episodes: int, mean_reward: float | None,
+               agent_means: Mapping[str, float] | None = None) -> None:
+        """Say the line and log the frames/s since the last report. ``agent_means``: each
+        agent's mean-100 in a multi-agent env, shown after the team's."""
         now = time.monotonic()
-        if now - self._last_time < self.interval:
-            return False
-        speed = (frame - self._last_frame) / (now - self._last_time)
+        speed = (frame - self._last_frame) / max(now - self._last_time, 1e-9)
         self._last_time, self._last_frame = now, frame
         self.writer.add_scalar("speed/frames_per_second", speed, frame)
         mean_text = "n/a" if mean_reward is None else f"{mean_reward:.2f}"
         if agent_means:
             mean_text += " (" + ", ".join(f"{agent} {mean:.2f}" for agent, mean in agent_means.items()) + ")"
-        print(
-            f"frames {frame:,} | episodes {episodes:,} | mean-100 reward {mean_text} | "
-            f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}",
-            file=self.stream, flush=True,
-        )
-        return True
+        self.say(f"frames {frame:,} | episodes {episodes:,} | mean-100 reward {mean_text} | "
+                 f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}")
 
 
 def format_seconds(seconds: float) -> str:

@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from a3c import ConfigError, Trainer
+from a3c import ConfigError, ConsoleReporter, Trainer
 from a3c.algos import algorithm_names, register
 from a3c.algos.base import Algorithm
 from a3c.learner import clip_and_step, make_adam
@@ -53,7 +53,7 @@ class ReinforceLearner:
     def policy_version(self) -> int:
         return int(self.version_counter)
 
-    def begin(self, writer, frame, restored) -> None:
+    def begin(self, writer, frame, restored, reporter) -> None:
         writer.add_scalar("reinforce/begun", 1.0, frame)
 
     def consume(self, message, frame: int) -> list[ReinforceStats]:
@@ -107,12 +107,13 @@ def test_a_registered_algorithm_trains_saves_restores_acts_and_plays(tmp_path, c
     with pytest.raises(ConfigError, match="--algo reinforce is for vector observations"):
         Trainer(env="PongNoFrameskip-v4", algo="reinforce", logdir=str(tmp_path))
     with Trainer(env=COUNTING, algo="reinforce", logdir=str(tmp_path), stop_reward=1e9,
-                 report_interval=0.2) as trainer:
+                 report_interval=0.2, reporter=ConsoleReporter()) as trainer:
         assert trainer.config.batch_size == 8 and trainer.config.gamma == 0.5  # its family values
         while (result := trainer.train(frames=400))["policy_version"] < 20:
             assert not result["done"], result
         assert result["loss_policy"] is not None and result["grad_norm"] > 0
-        assert "reinforce, " not in capsys.readouterr().out  # its start line names it plainly
+        start_line = capsys.readouterr().out.splitlines()[0]
+        assert " | reinforce | " in start_line  # its start line names it plainly
         path = trainer.save()
         steps_taken = trainer._run.learner.steps_taken
         handed = trainer._run.learner.frames_handed  # vector envs: a frame a transition

@@ -12,6 +12,7 @@ from a3c import ConfigError, Trainer
 from a3c.algos.dqn.learner import QLearner, QStepStats
 from a3c.algos.replay import ReplaySteps
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
+from a3c.lifecycle.reporter import ConsoleReporter, Reporter
 from a3c.play import play
 from a3c.transport.messages import Transitions
 from lib.dqn import (
@@ -159,7 +160,7 @@ def test_the_logged_replay_ratio_is_the_last_intervals_not_the_runs():
     config = make_config(env="CartPole-v1", algo="dqn", replay_ratio=1.0, learning_starts=8, batch_size=4)
     dqn = DQNLearner(config, MlpQ(4, 2), torch.zeros((), dtype=torch.int64), describe_env("CartPole-v1"))
     writer = Scalars()
-    dqn.begin(writer, 0, None)
+    dqn.begin(writer, 0, None, Reporter())
     dqn.steps.received, dqn.steps.sampled = 100, 100
     dqn.log_interval(writer, 10)
     dqn.steps.received, dqn.steps.sampled = 200, 150  # the learner fell behind in this interval
@@ -226,7 +227,7 @@ def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, 
         size = len(trainer._run.learner.replay)
     state = load_checkpoint(saved)
     assert len(state["replay"]["actions"]) == size and "target_model" in state
-    restored = Trainer.restore(saved)
+    restored = Trainer.restore(saved, reporter=ConsoleReporter())
     with restored:
         restored.train(frames=500)
         assert len(restored._run.learner.replay) >= size
@@ -234,7 +235,7 @@ def test_a_dqn_run_restores_with_its_replay_buffer_or_says_it_refills(tmp_path, 
     without = Trainer.restore(saved, save_replay=False)
     state_without = load_checkpoint(without.save(tmp_path / "without"))
     assert "replay" not in state_without
-    with Trainer.restore(tmp_path / "without" / "checkpoint.pt") as refilled:
+    with Trainer.restore(tmp_path / "without" / "checkpoint.pt", reporter=ConsoleReporter()) as refilled:
         refilled.train(frames=200)
     assert "it refills" in capsys.readouterr().out
 
@@ -311,7 +312,7 @@ def test_importance_weights_scale_each_rows_share_of_the_gradient():
 
 def test_a_dqn_checkpoint_saved_before_the_first_transition_restores(tmp_path):
     with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), save_replay=True) as trainer:
-        trainer._learner_state().learner.begin(trainer._run.writer, 0, None)  # an empty buffer
+        trainer._learner_state().learner.begin(trainer._run.writer, 0, None, Reporter())  # an empty buffer
         path = trainer.save()
     assert len(load_checkpoint(path)["replay"]["actions"]) == 0
     with Trainer.restore(path, stop_reward=1e9) as restored:

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-import a3c.lifecycle.trainer
+import a3c.lifecycle.loop
 from a3c import Trainer
 from a3c.algos import get_algorithm
 from a3c.lifecycle.checkpoint import load_checkpoint
@@ -122,7 +122,7 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
         calls.append(figures)
         return len(calls) == 1
 
-    monkeypatch.setattr(a3c.lifecycle.trainer, "policy_locked", locked_once)
+    monkeypatch.setattr(a3c.lifecycle.loop, "policy_locked", locked_once)
     with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
                  stop_reward=1e9) as trainer:
         while len(calls) < 2:
@@ -137,7 +137,7 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("switch", [True, False])
 def test_the_switch_decides_whether_a_locked_policy_is_rolled_back(tmp_path, monkeypatch, switch):
-    monkeypatch.setattr(a3c.lifecycle.trainer, "policy_locked", lambda *figures: True)
+    monkeypatch.setattr(a3c.lifecycle.loop, "policy_locked", lambda *figures: True)
     with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
                  stop_reward=1e9, collapse_rollback=switch) as trainer:
         # first a full window of 100 episodes and a best state to go back to

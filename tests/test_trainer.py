@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import a3c.lifecycle.trainer
-from a3c import Callback, ConfigError, RunEnded, Trainer
+from a3c import Callback, ConfigError, ConsoleReporter, RunEnded, Trainer
 from a3c.lifecycle.checkpoint import save_checkpoint
 from tests.helpers import scalars
 
@@ -256,3 +256,31 @@ def test_a_checkpoint_from_before_the_net_settings_restores_the_net_it_was_train
     assert (restored.config.heads, restored.config.conv) == ("separate", "nature")
     assert all(torch.equal(restored.net.state_dict()[name], tensor) for name, tensor in state["model"].items())
     restored.stop()
+
+
+def test_the_python_api_is_quiet_unless_given_a_console_reporter(tmp_path, capsys):
+    with Trainer(env=TOY, logdir=str(tmp_path / "quiet"), stop_reward=1e9, report_interval=0.2) as trainer:
+        trainer.train(seconds=0.6)
+    assert capsys.readouterr().out == ""
+    with Trainer(env=TOY, logdir=str(tmp_path / "told"), stop_reward=1e9, report_interval=0.2,
+                 reporter=ConsoleReporter()) as trainer:
+        trainer.train(seconds=0.6)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("run ") and " | a3c, data mode | " in lines[0]
+    assert any(line.startswith("frames ") and "frames/s" in line for line in lines[1:])
+
+
+def test_timers_run_each_action_when_due_and_again_a_period_later(monkeypatch):
+    from a3c.lifecycle import loop
+
+    now = [100.0]
+    monkeypatch.setattr(loop.time, "monotonic", lambda: now[0])
+    ran = []
+    timers = loop.Timers()
+    timers.every(2.0, lambda: ran.append("save"))
+    timers.every(5.0, lambda: ran.append("report"))
+    for moment in (101.0, 102.0, 103.0, 105.0, 106.0):
+        now[0] = moment
+        timers.run_due(moment)
+    # due at 102 (then 104), at 105 for the late 104 (then 107) and the report's 105
+    assert ran == ["save", "save", "report"]

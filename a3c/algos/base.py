@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from torch import nn
 
     from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
     from a3c.transport.channel import ChildChannel, SlotLayout
     from lib.envs import EnvInfo
     from lib.experience import TransitionBatch
@@ -58,9 +59,10 @@ class AlgorithmLearner(Protocol):
     @property
     def policy_version(self) -> int: ...
 
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """The children are starting: make what only training needs (a replay buffer, say),
-        from ``restored`` where the checkpoint holds it."""
+        from ``restored`` where the checkpoint holds it; say what a person should know
+        through ``reporter``."""
 
     def consume(self, message: Any, frame: int) -> list[Any]:
         """One message of the children (Transitions or Gradients): the steps it led to.

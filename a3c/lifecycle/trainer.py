@@ -18,7 +18,6 @@ is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,21 +31,16 @@ from a3c.config import Config, ConfigError, env_goal, keyword, make_config, sett
 from a3c.learner import NonFiniteLoss
 from a3c.lifecycle.callbacks import Callback
 from a3c.lifecycle.checkpoint import saved_algorithm
-from a3c.lifecycle.load import PROGRESS_FILE, LoadMeter
-from a3c.lifecycle.rollback import policy_locked
+from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
+from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
-from a3c.transport.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
 from a3c.transport.pool import WorkerDied, WorkerPool
 from lib.envs import EnvInfo, make_env
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
-from lib.trackers import MeanTracker, ProgressReporter
-
-GET_TIMEOUT_SECONDS = 1.0
-BEST_CHECK_SECONDS = 10.0
 
 
 class RunEnded(RuntimeError):
@@ -62,10 +56,12 @@ class Trainer:
     """
 
     def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] = (),
-                 policy_mapping: Callable[[str], str] | None = None, **settings: Any):
+                 policy_mapping: Callable[[str], str] | None = None, reporter: Reporter | None = None,
+                 **settings: Any):
         """``policy_mapping``, on a multi-agent env: the name of the policy that acts for
         each agent id (agents mapped to one name share its net); the ``policies`` setting
-        in Python form."""
+        in Python form. ``reporter``: what the run tells a person; by default only warnings,
+        ``a3c.ConsoleReporter()`` prints what ``run_a3c.py`` prints."""
         if policy_mapping is not None:
             if settings.get("policies") is not None:
                 raise ConfigError("give policies or policy_mapping, not both")
@@ -75,20 +71,22 @@ class Trainer:
                 settings["policies"] = mapping_setting(policy_mapping, env_agents(env))
             except PolicyMappingError as exc:
                 raise ConfigError(str(exc)) from exc
-        self._setup(make_config(env=env, **settings), callbacks)
+        self._setup(make_config(env=env, **settings), callbacks, reporter=reporter)
 
     @classmethod
     def from_config(cls, config: Config, callbacks: Sequence[Callback] = (),
-                    restored: dict | None = None, env_info: EnvInfo | None = None) -> Trainer:
+                    restored: dict | None = None, env_info: EnvInfo | None = None,
+                    reporter: Reporter | None = None) -> Trainer:
         """A trainer for a Config already made (the CLI's path); ``restored``: the
         checkpoint of ``config.resume``, if the caller has read it already; ``env_info``:
         the pre-flight's answer, if the caller has asked already."""
         trainer = cls.__new__(cls)
-        trainer._setup(config, callbacks, restored, env_info)
+        trainer._setup(config, callbacks, restored, env_info, reporter)
         return trainer
 
     @classmethod
-    def restore(cls, path: str | Path, callbacks: Sequence[Callback] = (), **overrides: Any) -> Trainer:
+    def restore(cls, path: str | Path, callbacks: Sequence[Callback] = (), reporter: Reporter | None = None,
+                **overrides: Any) -> Trainer:
         """The run saved at ``path``, with its settings (``overrides`` replace some, as a
         budget): counters, optimizer, reward window and TensorBoard axis go on in its
         directory. The file is read once."""
@@ -99,13 +97,14 @@ class Trainer:
         settings = {keyword(setting): saved[setting.name]
                     for setting in settings_of(algorithm.name) if setting.name in saved}
         config = make_config(**{**settings, **overrides, "resume": str(path)})
-        return cls.from_config(config, callbacks, restored=state)
+        return cls.from_config(config, callbacks, restored=state, reporter=reporter)
 
     def _setup(self, config: Config, callbacks: Sequence[Callback], restored: dict | None = None,
-               env_info: EnvInfo | None = None) -> None:
+               env_info: EnvInfo | None = None, reporter: Reporter | None = None) -> None:
         self.config = config
         self.algorithm = get_algorithm(config.algo)
         self.callbacks = list(callbacks)
+        self.reporter = Reporter() if reporter is None else reporter
         env_info = preflight(config) if env_info is None else env_info
         self._goal = env_goal(env_info)
         """The mean-100 that solves the env (its spec's, 18 for Pong; else --stop-reward):
@@ -116,7 +115,7 @@ class Trainer:
         self.run_dir = make_run_dir(config)
         self._pool: WorkerPool | None = None
         self._run: Run | None = None
-        self._begun = False
+        self._loop: EventLoop | None = None
         self._stop_reason: str | None = None
         self._ended: str | None = None
         self.ending = False
@@ -146,17 +145,17 @@ class Trainer:
         if seconds is None and frames is None:
             seconds = self.config.report_interval
         iteration_end = None if seconds is None else started + seconds
-        step_means = _StepMeans(run.learner.stats_type)
+        step_means = StepMeans(run.learner.stats_type)
         reason, message = None, ""
         try:
             while reason is None:
-                reason = self._handle_next(step_means) or self._periodic(started) or self._stop_reason
+                reason = self._out_of_time(started) or self._loop.turn(step_means) or self._stop_reason
                 if reason is None and ((iteration_end is not None and time.monotonic() >= iteration_end) or (
                         frames is not None and run.counters.frames - start_frames >= frames)):
                     break
         except WorkerDied as exc:
             reason = "worker_died"
-            message = f"{_describe_death(exc)}; no restarts left ({self.config.max_worker_restarts} allowed)"
+            message = f"{describe_death(exc)}; no restarts left ({self.config.max_worker_restarts} allowed)"
         except NonFiniteLoss as exc:
             reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
         except BaseException as exc:
@@ -288,96 +287,26 @@ class Trainer:
         pool.start()  # a pool that cannot start stops what it began and raises
         self._pool = pool
         run = self._learner_state()
-        if not self._begun:
-            self._begun = True
-            print(f"run {run.run_dir} | {config.env_id} | {self.algorithm.describe(config)} | "
-                  f"{config.processes} processes x {config.envs_per_process} envs | device {config.device}"
-                  f"{', bfloat16' if config.bf16 else ''}"
-                  + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""), flush=True)
-            run.learner.begin(run.writer, run.counters.frames, shared.restored)
-            self._progress = ProgressReporter(run.writer, config.report_interval, start_frame=run.counters.frames)
-            self._step_scalars = MeanTracker(run.writer)
-            self._load = LoadMeter(run.writer, run.run_dir / PROGRESS_FILE)
-            self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
-                              0.0, run.rewards.mean_reward)  # the zero point of the first rates
-            now = time.monotonic()
-            self._next_save, self._next_best_check = now + config.save_every, now + BEST_CHECK_SECONDS
+        if self._loop is None:
+            self.reporter.info(
+                f"run {run.run_dir} | {config.env_id} | {self.algorithm.describe(config)} | "
+                f"{config.processes} processes x {config.envs_per_process} envs | device {config.device}"
+                f"{', bfloat16' if config.bf16 else ''}"
+                + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""))
+            run.learner.begin(run.writer, run.counters.frames, shared.restored, self.reporter)
+            self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal)
 
     def _learner_state(self) -> Run:
         if self._run is None:
             self._run = start_run(self.config, self.algorithm, self._shared, self.run_dir)
         return self._run
 
-    def _handle_next(self, step_means: _StepMeans) -> str | None:
-        """Take one message (or none within a second) and act on it; a reason to end, if any."""
-        run, config = self._run, self.config
-        waiting_since = time.monotonic()
-        try:
-            message = self._pool.get(timeout=GET_TIMEOUT_SECONDS)
-        except WorkerDied as died:
-            self._replace_worker(died)
-            return None
-        working_since = time.monotonic()
-        self._load.waited(working_since - waiting_since)
-        reason = None
-        if isinstance(message, WorkerCrashed):
-            print(f"traceback of worker {message.worker_id}'s earlier crash:\n"
-                  f"{message.traceback.rstrip()}", file=sys.stderr, flush=True)
-        elif isinstance(message, EpisodeEnded):
-            run.counters.episodes += 1
-            best_before = run.rewards.best_mean_reward
-            if run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames,
-                                  message.episode.agent_rewards):
-                reason = "solved"
-            if run.rewards.best_mean_reward != best_before:
-                run.offer_best()
-            for callback in self.callbacks:
-                callback.on_episode_end(self, message.episode)
-        elif isinstance(message, (Transitions, Gradients)):
-            run.counters.transitions += message.transitions
-            run.counters.frames += message.transitions * run.env_info.frames_per_step
-            for stats in run.learner.consume(message, run.counters.frames):
-                self._log_step(stats)
-                step_means.add(stats)
-                self._load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))
-            if config.max_frames is not None and run.counters.frames >= config.max_frames:
-                reason = "frame_budget"
-        self._load.worked(time.monotonic() - working_since)
-        return reason
-
-    def _periodic(self, iteration_started: float) -> str | None:
-        """Checkpoints, best.pt, the progress line and load figures when due; the time budget."""
-        run, config, now = self._run, self.config, time.monotonic()
-        if config.max_seconds is not None and self._seconds + now - iteration_started >= config.max_seconds:
+    def _out_of_time(self, iteration_started: float) -> str | None:
+        """``time_budget`` once the run's training seconds reach ``--max-seconds``."""
+        budget = self.config.max_seconds
+        if budget is not None and self._seconds + time.monotonic() - iteration_started >= budget:
             return "time_budget"
-        if now >= self._next_save:
-            self._save("checkpoint.pt")
-            self._next_save = now + config.save_every
-        if now >= self._next_best_check:
-            self._next_best_check = now + BEST_CHECK_SECONDS
-            self._save_best()
-        if self._progress.maybe_report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward,
-                                       run.rewards.agent_means):
-            self._load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
-                              self._pool.child_wait_seconds(), run.rewards.mean_reward)
-            self._roll_back_if_locked()
-            run.learner.log_interval(run.writer, run.counters.frames)
         return None
-
-    def _roll_back_if_locked(self) -> None:
-        """A policy locked into one action after a collapse gets the best weights back."""
-        run, rewards = self._run, self._run.rewards
-        entropy = self._load.last_rates.get("policy_entropy")
-        if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
-                entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
-                rewards.worst_mean_reward, self._goal, rewards.worst_spread)):
-            return
-        frame = run.roll_back()
-        print(f"the policy locked into one action (entropy {entropy:.4f} nats, mean-100 "
-              f"{rewards.mean_reward:.2f}, best {rewards.best_mean_reward:.2f}): weights and "
-              f"optimizer put back to those of frame {frame:,} ({run.counters.rollbacks} so far)",
-              file=sys.stderr, flush=True)
-        run.writer.add_scalar("train/rollbacks", run.counters.rollbacks, run.counters.frames)
 
     def _end(self, reason: str) -> None:
         """The run's ending: checkpoint.pt (not after a non-finite loss, which keeps the last
@@ -388,8 +317,8 @@ class Trainer:
         self._ended = reason
         signalled = reason in ("interrupted", "terminated")
         if signalled:
-            print(f"{reason}: saving the checkpoint, then stopping the children "
-                  "(a second Ctrl-C or SIGTERM leaves at once)", flush=True)
+            self.reporter.info(f"{reason}: saving the checkpoint, then stopping the children "
+                               "(a second Ctrl-C or SIGTERM leaves at once)")
         run = self._run
         try:
             if reason != "non_finite":
@@ -398,7 +327,7 @@ class Trainer:
             run.write_summary(reason, self._seconds)
             run.writer.flush()
             if signalled:
-                print("checkpoint saved; stopping the children", flush=True)
+                self.reporter.info("checkpoint saved; stopping the children")
         finally:
             if self._pool is not None:
                 self._pool.close()
@@ -416,33 +345,10 @@ class Trainer:
             for callback in self.callbacks:
                 callback.on_checkpoint(self, path)
 
-    def _replace_worker(self, died: WorkerDied) -> None:
-        """Restart the dead child while the budget lasts; past it, let WorkerDied end the run."""
-        run = self._run
-        if run.counters.worker_restarts >= self.config.max_worker_restarts:
-            raise died
-        run.counters.worker_restarts += 1
-        print(f"{_describe_death(died)}; restarting it "
-              f"({run.counters.worker_restarts} of {self.config.max_worker_restarts} restarts)",
-              file=sys.stderr, flush=True)
-        self._pool.restart(died.worker_id)
-        run.writer.add_scalar("workers/restarts", run.counters.worker_restarts, run.counters.frames)
-
-    def _log_step(self, stats: Any) -> None:
-        """Every step's scalars as means of 10 steps; a sampled step's diagnostics as they are."""
-        frame = self._run.counters.frames
-        for name, value in dataclasses.asdict(stats).items():
-            if value is None or name == "diagnostics":
-                continue
-            group = "loss" if name.startswith("loss_") else "train"
-            self._step_scalars.track(f"{group}/{name.removeprefix('loss_')}", value, frame)
-        for name, value in (getattr(stats, "diagnostics", None) or {}).items():
-            self._run.writer.add_scalar(f"diagnostics/{name}", value, frame)
-
     def _act_greedily(self, observation: np.ndarray) -> int | np.ndarray:
         return self.compute_action(observation, greedy=True)
 
-    def _result(self, step_means: _StepMeans, frames: int, seconds: float) -> dict[str, Any]:
+    def _result(self, step_means: StepMeans, frames: int, seconds: float) -> dict[str, Any]:
         run = self._run
         return {
             **dataclasses.asdict(run.counters),
@@ -461,34 +367,6 @@ class Trainer:
         }
 
 
-class _StepMeans:
-    """The mean of each of a step's figures (loss terms, lag, ...) over one iteration; None
-    for a figure no step of the iteration had."""
-
-    def __init__(self, kind: type) -> None:
-        names = [field.name for field in dataclasses.fields(kind) if field.name != "diagnostics"]
-        self.sums = dict.fromkeys(names, 0.0)
-        self.counts = dict.fromkeys(names, 0)
-
-    def add(self, stats: Any) -> None:
-        for name in self.sums:
-            value = getattr(stats, name)
-            if value is not None:
-                self.sums[name] += value
-                self.counts[name] += 1
-
-    def means(self) -> dict[str, float | None]:
-        return {name: self.sums[name] / self.counts[name] if self.counts[name] else None
-                for name in self.sums}
-
-
 def exit_code(reason: str) -> int:
     """The CLI's exit code for a run that ended with ``reason``."""
     return EXIT_CODES.get(reason, 1)
-
-
-def _describe_death(died: WorkerDied) -> str:
-    text = str(died)
-    if died.child_traceback:
-        text += "\n" + died.child_traceback.rstrip()
-    return text

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
     from a3c.transport.messages import Gradients, Transitions
 
 from a3c.algos.a3c.acting import loss_settings
@@ -267,7 +268,7 @@ class A3CLearner:
     def policy_version(self) -> int:
         return self.learner.policy_version
 
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """Nothing to make: the children feed the learner directly."""
 
     def consume(self, message: Transitions | Gradients, frame: int) -> list[StepStats]:

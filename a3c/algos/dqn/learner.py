@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
     from a3c.transport.messages import Transitions
     from lib.envs import EnvInfo
 
@@ -136,7 +137,7 @@ class DQNLearner:
     def policy_version(self) -> int:
         return self.learner.policy_version
 
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """The replay buffer, the checkpoint's when it holds one (a resumed run without one
         says it refills); the envs' epsilons in TensorBoard."""
         config, info = self.config, self.env_info
@@ -144,10 +145,10 @@ class DQNLearner:
                                    config.priority_alpha, config.prioritized, frame_stack=info.frame_stack)
         if restored is not None and "replay" in restored:
             self.replay.load_state_dict(restored["replay"])
-            print(f"replay buffer restored: {len(self.replay):,} transitions", flush=True)
+            reporter.info(f"replay buffer restored: {len(self.replay):,} transitions")
         elif restored is not None:
-            print(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
-                  f"learning waits for {config.learning_starts:,} transitions", flush=True)
+            reporter.info(f"resumed without a replay buffer (--save-replay keeps one): it refills, and "
+                          f"learning waits for {config.learning_starts:,} transitions")
         self.steps = ReplaySteps(self.learner, self.replay, config.batch_size, config.replay_ratio,
                                  config.learning_starts, config.priority_beta, config.beta_steps, config.seed,
                                  QStepStats)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
     from a3c.transport.messages import Transitions
     from lib.envs import EnvInfo
 
@@ -136,7 +137,7 @@ class MADDPGLearner:
     def policy_version(self) -> int:
         return self.update.policy_version
 
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """A uniform replay buffer of joint rows; a resumed run refills it."""
         config, agents = self.config, len(self.env_info.agents)
         replay = ReplayBuffer(config.replay_size, (agents, *self.env_info.observation_shape),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
     from a3c.transport.messages import Transitions
 
 
@@ -100,7 +101,7 @@ class PPOLearner:
     def policy_version(self) -> int:
         return int(self.version_counter)
 
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None) -> None:
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """Nothing to make: the children feed the rollout directly."""
 
     def consume(self, message: Transitions, frame: int) -> list[PPOStepStats]:
