@@ -45,7 +45,7 @@ def cpu_flags() -> frozenset[str]:
 
 CPU_BF16 = bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
 """The CPU has bfloat16 instructions (AVX512-BF16 or AMX): there bfloat16 autocast runs the
-Atari net's passes 1.4-1.6x as fast (docs/performance.md, "bfloat16")."""
+Atari net's passes faster (docs/performance.md, "bfloat16")."""
 
 
 @dataclass(frozen=True)

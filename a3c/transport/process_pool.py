@@ -4,7 +4,7 @@ processes, their queues and their shared-memory slots.
 Each child writes its own bounded queue. An ``mp.Queue`` shared by several writers holds
 one cross-process write lock while a child's feeder thread sends; a child SIGKILLed at
 that moment keeps it locked for good, and every other child (its own replacement included)
-then blocks on it forever: seen in 1 of about 20 runs of the restart test. A child's own
+then blocks on it forever (docs/design.md). A child's own
 queue is dropped with it and a restarted child gets a new one. The learner waits on all
 the queues' read ends at once.
 """

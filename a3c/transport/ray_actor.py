@@ -30,8 +30,7 @@ BLOCKS_IN_FLIGHT = 2
 def block_steps(algorithm: Algorithm, config: Config) -> int:
     """Vector steps an actor takes per call: its share of the process backend's queue, split
     over ``BLOCKS_IN_FLIGHT`` blocks, so that the learner trains on transitions no older than
-    with processes. Blocks of a whole batch each held four times that on CartPole with four
-    actors, a policy lag of 6-8 optimizer steps against 2.5, and runs locked into one action."""
+    with processes: larger blocks raise the policy lag (docs/scaling.md)."""
     return max(1, slots_per_child(algorithm, config) // BLOCKS_IN_FLIGHT)
 
 

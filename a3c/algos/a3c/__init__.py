@@ -41,8 +41,8 @@ class A3C(ActorCritic):
         "reference": "the reference chapter's Pong values, for any env",
         "nature84": "Atari in float32 with one child: the defaults where the CPU has no bfloat16 "
                     "instructions, and everywhere before bfloat16",
-        "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: 1.5x the "
-                 "float32 defaults' frames/s, more frames to 18 so far"}
+        "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: more "
+                 "frames/s than nature84, more frames to 18"}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         if values.get("preset") == "reference":

@@ -91,8 +91,7 @@ def atari_preset(cores: int, bf16: bool) -> A3CPreset:
 def small_preset(cores: int) -> A3CPreset:
     """``nature84_preset`` on the A3C paper's smaller conv body (``--preset small``): a third of
     the compute per frame. Its learner needs about half a core for what a child sends, so on
-    2 cores a child runs on each and the learner takes turns with them (1.5x the frames/s);
-    on more cores the learner keeps cores of its own (docs/performance.md, "The small net")."""
+    2 cores a child runs on each and the learner takes turns with them; on more cores the learner keeps cores of its own (docs/performance.md, "The small net")."""
     layout = process_layout(cores, envs_in_total=32)
     if cores == 2:
         layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1}
@@ -101,9 +100,9 @@ def small_preset(cores: int) -> A3CPreset:
 
 def vector_preset(cores: int) -> A3CPreset:
     """Values measured on CartPole-v1 (lr 3e-3, clip 1.0, entropy bonus 0.01, 32 envs); layout
-    from ``cores``. A child's step costs little more for 32 envs than for 16, so frames/s
-    rises by about half, and frames to solve stayed the same. Without the entropy bonus a
-    run now and then locks into one action for good (docs/learning.md, "CartPole")."""
+    from ``cores``. 32 envs rather than 16: a child's step costs little more, and frames to
+    solve stay the same. The entropy bonus keeps runs from locking into one action
+    (docs/learning.md, "CartPole")."""
     return A3CPreset(**process_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
                      gamma=0.99, lr=3e-3, clip_grad=1.0, adam_eps=1e-3)
 
