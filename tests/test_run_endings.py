@@ -9,10 +9,11 @@ import torch
 import a3c.cli
 import a3c.lifecycle.trainer
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
+from a3c.lifecycle.trainer import exit_code
 from lib.envs import describe_env
 from lib.models import build_net
 from tests.conftest import Trainer
-from tests.helpers import alive, only_run_dir, scalars
+from tests.helpers import alive, only_run_dir, pids, scalars
 
 PROGRESS = "mean-100 reward"
 """In every console progress line: the learner's loop is running on the children's data."""
@@ -36,9 +37,18 @@ def start_two_children(launch, args: list[str], env: dict | None = None) -> tupl
 MODES = ["data", "grads"]
 
 
+def run_to_the_end(**settings) -> dict:
+    """A run in this process (the trainer's own process boundary is not what the test is
+    about), trained until it ends; its last result."""
+    with a3c.lifecycle.trainer.Trainer(**settings) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+    return result
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("signum, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# each signal once, each mode once: the ending does not depend on the mode's messages
+@pytest.mark.parametrize("mode, signum, exit_code", [("data", signal.SIGINT, 130), ("grads", signal.SIGTERM, 143)])
 def test_signal_saves_checkpoint_and_exits_with_no_children(launch, tmp_path, signum, exit_code, mode):
     trainer, children = start_two_children(launch, ["-n", "sig", "--env", "CartPole-v1", "--logdir",
                                                     str(tmp_path), "--stop-reward", "1e9", "--mode", mode])
@@ -65,9 +75,7 @@ def test_children_of_a_trainer_killed_outright_leave_on_their_own(launch, tmp_pa
 
 @pytest.mark.timeout(300)
 def test_resume_continues_counters_optimizer_and_tensorboard_steps(launch, tmp_path):
-    first = launch(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "15000",
-                    "--logdir", str(tmp_path)])
-    assert first.finish(timeout=120) == 0, first.output
+    run_to_the_end(name="resume", env="CartPole-v1", max_frames=15_000, logdir=str(tmp_path))
     run_dir = only_run_dir(tmp_path)
     before = load_checkpoint(run_dir / "checkpoint.pt")
     second = launch(["-n", "resume", "--env", "CartPole-v1", "--max-frames", "30000",
@@ -156,15 +164,19 @@ def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(launch, tmp_path):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
-def test_killed_child_is_restarted_and_the_run_finishes(launch, tmp_path, mode):
-    trainer, children = start_two_children(launch, ["-n", "restart", "--env", "CartPole-v1", "--logdir",
-                                                    str(tmp_path), "--stop-reward", "1e9",
-                                                    "--max-seconds", "8", "--mode", mode])
-    os.kill(children[0], signal.SIGKILL)
-    trainer.wait_for("worker 0 died with exit code -9; restarting it (1 of 3 restarts)")
-    restarted = trainer.wait_for_children(2)
-    assert set(restarted) != set(children)
-    assert trainer.finish(timeout=120) == 0, trainer.output
+def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode, capsys):
+    with a3c.lifecycle.trainer.Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9, max_seconds=8,
+                                       mode=mode, processes=2) as trainer:
+        trainer.train(frames=1)
+        children = pids(trainer._pool)
+        os.kill(children[0], signal.SIGKILL)
+        while (result := trainer.train(seconds=1))["worker_restarts"] == 0:
+            assert not result["done"], result
+        restarted = pids(trainer._pool)
+        assert set(restarted) != set(children)
+        while not (result := trainer.train())["done"]:
+            pass
+    assert "worker 0 died with exit code -9; restarting it (1 of 3 restarts)" in capsys.readouterr().err
     summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
     assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 1
     assert alive(restarted) == [] and alive(children) == []
@@ -172,48 +184,48 @@ def test_killed_child_is_restarted_and_the_run_finishes(launch, tmp_path, mode):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
-def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(launch, tmp_path, mode):
+def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path, mode, capsys):
     # Every Crashing child raises on its third step: two restarts, then the third death ends the run.
-    trainer = launch(["-n", "budget", "--env", "tests.toy_envs:Crashing-v0", "--logdir", str(tmp_path),
-                      "--max-worker-restarts", "2", "--mode", mode])
-    assert trainer.finish(timeout=90) == 1, trainer.output
-    assert "restarting it (2 of 2 restarts)" in trainer.output
-    assert "no restarts left (2 allowed)" in trainer.output
-    assert "toy env failure on purpose" in trainer.output
+    result = run_to_the_end(name="budget", env="tests.toy_envs:Crashing-v0", logdir=str(tmp_path),
+                            max_worker_restarts=2, mode=mode)
+    assert result["reason"] == "worker_died" and exit_code(result["reason"]) == 1
+    assert "no restarts left (2 allowed)" in result["message"]
+    assert "toy env failure on purpose" in result["message"]
+    assert "restarting it (2 of 2 restarts)" in capsys.readouterr().err
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "worker_died" and summary["worker_restarts"] == 2
     assert load_checkpoint(run_dir / "checkpoint.pt")["counters"] == {
         name: summary[name] for name in ("frames", "transitions", "episodes", "worker_restarts", "rollbacks")}
-    assert alive(trainer.descendants) == []
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("mode", MODES)
-def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(launch, tmp_path, mode):
-    args = ["-n", "nan", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
-            "--stop-reward", "1e9", "--mode", mode]
-    first = launch([*args, "--max-frames", "2000"])
-    assert first.finish(timeout=90) == 0, first.output
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, mode, monkeypatch):
+    settings = {"name": "nan", "env": "tests.toy_envs:NanReward-v0", "logdir": str(tmp_path),
+                "stop_reward": 1e9, "mode": mode}
+    run_to_the_end(**settings, max_frames=2_000)
     checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
     good = checkpoint.read_bytes()
-    second = launch([*args, "--resume", str(checkpoint)], env={**os.environ, "A3C_TOY_NAN_REWARD": "1"})
-    assert second.finish(timeout=90) == 1, second.output
-    assert "non-finite training signal" in second.output
-    assert "kept the last good checkpoint" in second.output
+    monkeypatch.setenv("A3C_TOY_NAN_REWARD", "1")  # the children, spawned after this, see it
+    with a3c.lifecycle.trainer.Trainer.restore(checkpoint, max_frames=None) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+    assert result["reason"] == "non_finite" and exit_code(result["reason"]) == 1
+    assert "non-finite training signal" in result["message"]
+    assert "kept the last good checkpoint" in result["message"]
     assert checkpoint.read_bytes() == good
     assert json.loads((checkpoint.parent / "summary.json").read_text())["reason"] == "non_finite"
 
 
 @pytest.mark.timeout(180)
-def test_a_checkpoint_of_one_mode_resumes_in_the_other(launch, tmp_path):
-    first = launch(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "8000", "--logdir", str(tmp_path)])
-    assert first.finish(timeout=90) == 0, first.output
+def test_a_checkpoint_of_one_mode_resumes_in_the_other(tmp_path):
+    run_to_the_end(name="modes", env="CartPole-v1", max_frames=8_000, logdir=str(tmp_path))
     checkpoint = only_run_dir(tmp_path) / "checkpoint.pt"
     frames = load_checkpoint(checkpoint)["counters"]["frames"]
-    second = launch(["-n", "modes", "--env", "CartPole-v1", "--max-frames", "16000", "--mode", "grads",
-                     "--logdir", str(tmp_path), "--resume", str(checkpoint)])
-    assert second.finish(timeout=90) == 0, second.output
+    with a3c.lifecycle.trainer.Trainer.restore(checkpoint, max_frames=16_000, mode="grads") as trainer:
+        while not trainer.train()["done"]:
+            pass
     after = load_checkpoint(checkpoint)
     assert after["counters"]["frames"] >= 16000 > frames
     assert after["config"]["mode"] == "grads"
