@@ -2,6 +2,7 @@
 log-probabilities, and that a run's steps weigh them (the loss's values are in test_loss)."""
 import numpy as np
 import pytest
+import torch
 
 from a3c import Trainer
 from a3c.algos import get_algorithm
@@ -32,9 +33,13 @@ def test_the_learners_batch_weighs_rows_by_their_log_probabilities():
                             log_probs=np.log(np.full(4, 0.999, np.float32)))  # acted near-greedily
     settings = LossSettings(gamma=0.9, entropy_beta=0.0, rho_bar=1.0)
     terms, stats = batch_loss(net, batch, settings, "cpu")
-    # a fresh net is near uniform over 2 actions: every ratio is about 0.5 / 0.999
-    assert terms.importance_weights.numpy() == pytest.approx(np.full(4, 0.5 / 0.999), abs=0.05)
-    assert stats.importance_weight == pytest.approx(0.5 / 0.999, abs=0.05) and stats.truncated_share == 0.0
+    with torch.no_grad():
+        logits, _ = net(torch.as_tensor(states))
+    pi = torch.softmax(logits, 1)[torch.arange(4), torch.as_tensor(batch.actions)].numpy()
+    # a fresh net is near uniform over 2 actions: every ratio pi / 0.999 is below 1, none cut
+    assert terms.importance_weights.numpy() == pytest.approx(pi / 0.999, rel=1e-5)
+    assert stats.importance_weight == pytest.approx(float(np.mean(pi / 0.999)), rel=1e-5)
+    assert stats.truncated_share == 0.0
     unweighted, _ = batch_loss(net, batch, LossSettings(gamma=0.9, entropy_beta=0.0), "cpu")
     assert unweighted.importance_weights is None
 
