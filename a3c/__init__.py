@@ -3,7 +3,7 @@
 config (``config``), algorithms (``algos``), transports (``transport``) and life cycle
 (``lifecycle``).
 
-The names load on first use: spawned children import this package too, and should not pay
+The names load on first use: spawned workers import this package too, and should not pay
 for the learner's imports (tensorboardX, the optimizer).
 """
 from __future__ import annotations

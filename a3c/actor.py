@@ -1,6 +1,6 @@
 """Acting: step a vector env with a net and turn the steps into n-step transitions.
 
-Kept apart from how its output travels (``a3c.transport.worker`` sends it through the child's
+Kept apart from how its output travels (``a3c.transport.worker`` sends it through the worker's
 channel), so that another host of actors (a Ray actor, an off-policy actor filling a replay
 buffer) steps envs with the same code.
 """

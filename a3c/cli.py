@@ -1,5 +1,5 @@
 """Command line: parse and validate, then a loop over ``Trainer.train()`` until the run ends;
-exit with its code. A setting found unusable before any child exists (a bad flag, a
+exit with its code. A setting found unusable before any worker exists (a bad flag, a
 --resume file, a --logdir) exits 2."""
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ from a3c.preflight import preflight
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = parse_config(argv)
-        trainer = Trainer.from_config(config, env_info=preflight(config), reporter=ConsoleReporter())
+        trainer = Trainer.from_config(config, env_info=preflight(config),
+                                      reporter=ConsoleReporter())
     except ConfigError as error:
         exit_on_config_error(error)
 
     def exit_now(code: int) -> None:
-        """A second Ctrl-C or SIGTERM: kill the children and leave at once. The ending saves
+        """A second Ctrl-C or SIGTERM: kill the workers and leave at once. The ending saves
         first, so this costs the final checkpoint only when it comes during the save; the last
         one on disk stays readable either way, since checkpoints are replaced by rename."""
         trainer.kill()
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             while not (result := trainer.train())["done"]:
                 pass
-        except ConfigError as error:  # what only the backend can tell, before any child
+        except ConfigError as error:  # what only the backend can tell, before any worker
             exit_on_config_error(error)
     mean = result["episode_reward_mean"]
     mean_text = "n/a" if mean is None else f"{mean:.2f}"

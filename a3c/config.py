@@ -9,7 +9,7 @@ env's family are left unset (None) and taken from the algorithm's values for tha
 
 Building a Config is pure: the env's family comes from its registration, and nothing here
 imports torch, makes an env, reads the memory or opens a socket. What the machine must give
-the run is checked once, before any child, by ``a3c.preflight``.
+the run is checked once, before any worker, by ``a3c.preflight``.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class RunSettings:
     max_frames: int | None = option("frame budget: env frames, 4 per step for Atari (unlimited if "
                                     "unset)", None, at_least=1)
     max_seconds: float | None = option("time budget in seconds of training, from the start of the "
-                                       "children (unlimited if unset)", None, above=0.0)
+                                       "workers (unlimited if unset)", None, above=0.0)
     seed: int = option("seed of the whole run", 0)
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     cuda: bool = option("train on the GPU", False)
@@ -69,10 +69,10 @@ class RunSettings:
     preset: str = option("where unset hyperparameters come from: default, the env family's tuned "
                          "values, or a named preset of the algorithm", "default")
     queue_size: int = option("messages with arrays in flight (0: enough for two learner batches, "
-                             "two per child at least)", 0, at_least=0)
-    max_worker_restarts: int = option("dead children replaced over the run before it stops", 3,
+                             "two per worker at least)", 0, at_least=0)
+    max_worker_restarts: int = option("dead workers replaced over the run before it stops", 3,
                                       at_least=0)
-    backend: str = option("mp: children are processes on this machine; ray: Ray actors on any "
+    backend: str = option("mp: workers are processes on this machine; ray: Ray actors on any "
                           "node of a Ray cluster (the `ray` extra)", "mp", choices=BACKENDS)
     ray_address: str | None = option("--backend ray: HOST:PORT of a running Ray cluster (default: a "
                                      "local Ray, started and stopped with the run)", None)
@@ -99,7 +99,7 @@ _ALGORITHM_SETTINGS = tuple(dict.fromkeys(
 
 @dataclass(frozen=True)
 class Config(RunSettings, *_ALGORITHM_SETTINGS, Preset):
-    """Everything a run needs; picklable, so children receive it whole. Settings of an
+    """Everything a run needs; picklable, so workers receive it whole. Settings of an
     algorithm other than ``algo`` keep their defaults (None for family settings)."""
 
     @property

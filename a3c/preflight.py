@@ -1,4 +1,4 @@
-"""Pre-flight: what the machine must give a run, asked once, before any child starts: the
+"""Pre-flight: what the machine must give a run, asked once, before any worker starts: the
 env's spaces (one env is made), the algorithm's needs (a replay buffer's memory), CUDA, a
 writable ``--logdir``, and Ray with an address that answers. Each failure is one
 ConfigError line, so the CLI exits 2 before anything starts."""

@@ -52,11 +52,12 @@ Atari net's passes faster (docs/performance.md, "bfloat16")."""
 class Preset:
     """Hyperparameters every algorithm has, tuned per env family by each algorithm."""
 
-    processes: int = option("child processes stepping envs", at_least=1, family=True)
-    envs_per_process: int = option("envs each child steps in lockstep (one inference per vector step)",
+    processes: int = option("workers stepping envs: child processes, or Ray actors with "
+                            "--backend ray", at_least=1, family=True)
+    envs_per_process: int = option("envs each worker steps in lockstep (one inference per vector step)",
                                    at_least=1, family=True)
     learner_threads: int = option("torch threads of the learner process", at_least=1, family=True)
-    batch_size: int = option("transitions per optimizer step (grads mode: per child's gradient)",
+    batch_size: int = option("transitions per optimizer step (grads mode: per worker's gradient)",
                              at_least=1, family=True)
     reward_steps: int = option("n of the n-step return", at_least=1, family=True)
     gamma: float = option("discount factor", above=0.0, at_most=1.0, family=True)
@@ -68,10 +69,10 @@ class Preset:
 
 def process_layout(cores: int, envs_in_total: int) -> dict[str, int]:
     """Processes, envs and learner threads for ``cores``: the learner gets its own core(s)
-    and the children the rest, so no process waits for a core another one holds.
+    and the workers the rest, so no process waits for a core another one holds.
 
-    Measured on 2 cores (docs/performance.md): one child plus a one-thread learner beats two
-    or four children and a learner with torch's default threads, on Pong and on CartPole.
+    Measured on 2 cores (docs/performance.md): one worker plus a one-thread learner beats two
+    or four workers and a learner with torch's default threads, on Pong and on CartPole.
     On more cores the learner takes a quarter of them; that part is not measured.
     """
     learner_threads = 1 if cores <= 4 else cores // 4

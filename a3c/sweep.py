@@ -3,7 +3,7 @@
 
     python -m a3c.sweep --env CartPole-v1 --grid lr=1e-3,3e-3 --grid entropy_beta=0,0.01 --seeds 3
 
-A trial asks Ray for as many CPUs as its run has processes (children plus the learner's
+A trial asks Ray for as many CPUs as its run has processes (workers plus the learner's
 threads), so Tune runs as many at once as the cores hold. Every trial's TensorBoard run
 goes under one folder, ``--logdir/NAME``. Needs the ``tune`` extra (``pip install -e
 ".[tune]"``); the base install does not. Without ``--ray-address`` a local Ray starts for
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
                    "max_seconds": args.max_seconds, "max_frames": args.max_frames}
                   for combo in combinations(grid) for seed in range(args.seeds)]
-        # every trial's settings checked before Ray starts; a trial keeps its children and
+        # every trial's settings checked before Ray starts; a trial keeps its workers and
         # the learner's threads busy
         configs = [make_config(**settings) for settings in trials]
         per_trial = max(config.processes + config.learner_threads for config in configs)

@@ -107,7 +107,7 @@ def sync_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorE
 
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
                     screen_size: int | None = None) -> VectorEnv:
-    """The envs a child steps: ale-py's native vector env for Atari, the env's own numpy
+    """The envs a worker steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
     fifth of the time of 16 separate envs), else ``sync_vector_env``. A multi-agent env
     gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
@@ -157,7 +157,7 @@ def env_family(env_id: str) -> EnvFamily:
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """What the trainer needs to know about an env before any child starts."""
+    """What the trainer needs to know about an env before any worker starts."""
 
     env_id: str
     observation_shape: tuple[int, ...]

@@ -34,7 +34,7 @@ class TransitionBatch:
     weights that chose each row's action, where the sender knows it.
 
     A rollout learner (PPO) also gets ``log_probs`` (of each row's action under the weights
-    that chose it), ``env_ids`` (the env's index in its child) and ``ends`` (the row's window
+    that chose it), ``env_ids`` (the env's index in its worker) and ``ends`` (the row's window
     reaches its episode's end, by termination or truncation): with them it puts each env's
     rows back into sequences.
     """

@@ -1,5 +1,5 @@
 """Forward, loss and backward on one batch: what the learner (data mode) and a grads-mode
-child both compute, kept apart from the learner so that children never import it."""
+worker both compute, kept apart from the learner so that workers never import it."""
 from __future__ import annotations
 
 from collections.abc import Sequence

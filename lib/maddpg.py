@@ -40,7 +40,7 @@ class Actor(nn.Module):
 class MADDPGNet(nn.Module):
     """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them) and one critic
     per agent, Q_i(every observation, every action). ``forward`` is the actors': what the
-    children act with."""
+    workers act with."""
 
     def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str]):
         super().__init__()

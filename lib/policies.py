@@ -1,7 +1,7 @@
 """Policies mapped to agents: one net per policy behind one module, each row routed to the
 net of its agent's policy by the one-hot agent index its observation ends with
 (``lib.multiagent``). A policy's net therefore computes, and is trained on, its own agents'
-rows only, while the children, the slots, the optimizer and the checkpoints keep seeing one
+rows only, while the workers, the slots, the optimizer and the checkpoints keep seeing one
 module."""
 from __future__ import annotations
 

@@ -3,15 +3,15 @@
 - **settings** (pure; the parser, ``make_config`` and ``--help`` ask): the algorithm's own
   options (``settings``, a dataclass of ``option`` fields joined into ``Config``), what it
   gives each env family (``family_defaults``) and which combinations it refuses (``check``);
-  ``preflight`` asks the machine (memory, say) once, before any child;
-- **acting** (in every child and Ray actor): its net, how the children choose actions and
-  what they send (``acting_options``, ``make_sender``, ``slot_layout``), and how ``play``
+  ``preflight`` asks the machine (memory, say) once, before any worker;
+- **acting** (in every worker, a child process or a Ray actor): its net, how the workers
+  choose actions and what they send (``acting_options``, ``make_sender``, ``slot_layout``), and how ``play``
   and ``compute_action`` pick an action;
 - **learning** (in the learner only): ``make_learner`` gives the object that turns the
-  children's messages into optimizer steps and says what a checkpoint adds.
+  workers's messages into optimizer steps and says what a checkpoint adds.
 
 The settings part must import neither torch nor the other parts at module level: a Config
-is built without torch, and a child imports the acting side only. The acting and learning
+is built without torch, and a worker imports the acting side only. The acting and learning
 methods therefore import their modules when called.
 """
 from __future__ import annotations
@@ -38,14 +38,14 @@ class NoSettings:
 
 
 class Sender(Protocol):
-    """What a child acts with and how its transitions leave it."""
+    """What a worker acts with and how its transitions leave it."""
 
     acting_net: nn.Module
 
     def policy_version(self) -> int: ...
 
     def send(self, batch: TransitionBatch) -> bool:
-        """Send (or use) ``batch``; False when the child was told to stop meanwhile."""
+        """Send (or use) ``batch``; False when the worker was told to stop meanwhile."""
 
 
 class AlgorithmLearner(Protocol):
@@ -60,12 +60,12 @@ class AlgorithmLearner(Protocol):
     def policy_version(self) -> int: ...
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
-        """The children are starting: make what only training needs (a replay buffer, say),
+        """The workers are starting: make what only training needs (a replay buffer, say),
         from ``restored`` where the checkpoint holds it; say what a person should know
         through ``reporter``."""
 
     def consume(self, message: Any, frame: int) -> list[Any]:
-        """One message of the children (Transitions or Gradients): the steps it led to.
+        """One message of the workers (Transitions or Gradients): the steps it led to.
         ``frame`` is the trainer's count of env frames with this message's counted (a
         resumed run's from its checkpoint), for schedules that follow the frames."""
 
@@ -82,7 +82,7 @@ class AlgorithmLearner(Protocol):
 
 class Algorithm:
     """An algorithm behind ``--algo NAME``: subclass, fill in the parts, register it
-    (``a3c.algos.register``). Instances must pickle (children receive them)."""
+    (``a3c.algos.register``). Instances must pickle (workers receive them)."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -120,7 +120,7 @@ class Algorithm:
         return self.name
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
-        """ConfigError for what this machine cannot give the run; asked before any child."""
+        """ConfigError for what this machine cannot give the run; asked before any worker."""
 
     def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
         """The net-shaping settings of a checkpoint's ``config``, older ones included."""
@@ -144,28 +144,28 @@ class Algorithm:
         raise NotImplementedError
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
-        """Keywords of ``VectorActor``: how child ``worker_id`` chooses actions and whether
+        """Keywords of ``VectorActor``: how worker ``worker_id`` chooses actions and whether
         it sends last states; by default it samples the policy and sends V(last state)."""
         return {"send_last_states": self.sends_last_states}
 
     def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                     channel: ChildChannel) -> Sender:
-        """How a child's transitions leave it; by default, as they are, through the slots."""
+        """How a worker's transitions leave it; by default, as they are, through the slots."""
         from a3c.transport.worker import TransitionSender
 
         return TransitionSender(net, version_counter, channel)
 
     def transitions_per_message(self, config: Config) -> int:
-        """About how many transitions one child message carries (sizes the queues)."""
+        """About how many transitions one worker message carries (sizes the queues)."""
         return config.envs_per_process
 
     def rows_in_flight(self, config: Config) -> int:
-        """Transitions the children may have sent and the learner not yet taken: two
+        """Transitions the workers may have sent and the learner not yet taken: two
         learner batches, so that collecting and learning overlap (sizes the queues)."""
         return 2 * config.batch_size
 
     def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
-        """The shared-memory slots of one child: room for the states of the most
+        """The shared-memory slots of one worker: room for the states of the most
         transitions one vector step can emit (each agent's, in a multi-agent env), and their
         last states if they travel."""
         from a3c.transport.channel import SlotLayout, slots_per_child

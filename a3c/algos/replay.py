@@ -1,5 +1,5 @@
 """What the off-policy algorithms (DQN, MADDPG) share: the replay buffer's settings and the
-loop that fills the buffer with what the children send and trains on samples of it at a
+loop that fills the buffer with what the workers send and trains on samples of it at a
 fixed replay ratio. Pure at import: no torch."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class ReplaySettings:
 
     replay_size: int = option("transitions the replay buffer holds", None, at_least=1, family=True)
     replay_ratio: float = option("transitions sampled per transition received; the learner waits for "
-                                 "data above it, the children for the learner below", None, above=0.0,
+                                 "data above it, the workers for the learner below", None, above=0.0,
                                  family=True)
     learning_starts: int = option("transitions stored before the first step", None, at_least=1, family=True)
     tau: float = option("Polyak weight of the target nets' update every step (dqn: 0 makes hard copies "
@@ -43,7 +43,7 @@ class ReplaySteps:
 
     The replay ratio (transitions sampled per transition received) is held by waiting: once
     the learner has sampled ``replay_ratio`` times what it received, it takes no step until
-    more arrives; when it falls behind, the children wait on their bounded queues instead.
+    more arrives; when it falls behind, the workers wait on their bounded queues instead.
     No step is taken before ``learning_starts`` transitions are stored. The
     importance-sampling exponent beta rises linearly to 1 over ``beta_steps`` steps.
 

@@ -3,7 +3,7 @@
 Why a rollback: a run that keeps training long after reaching its goal (CartPole's 475)
 can, now and then,
 drop within a second from a mean-100 near 500 to one near 10, with or without a restarted
-child, and then lock into one action (docs/learning.md, "Training past the goal"). Once the
+worker, and then lock into one action (docs/learning.md, "Training past the goal"). Once the
 softmax has saturated, neither the policy gradient nor the entropy bonus moves it: both
 vanish with the other actions' probabilities, so the run never comes back by itself. The
 trainer then puts back the weights and optimizer state of its best mean-100, logs it and

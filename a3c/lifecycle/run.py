@@ -93,7 +93,7 @@ class Run:
         return path
 
     def roll_back(self) -> int:
-        """Put back the weights and optimizer state of the best copy (in place: children act
+        """Put back the weights and optimizer state of the best copy (in place: workers act
         on them at their next step); the frame the copy was taken at."""
         state = self.best_state.state
         self.learner.net.load_state_dict(state["model"])
@@ -118,7 +118,7 @@ def hyperparameter_table(config: Config) -> str:
 
 @dataclass
 class SharedNet:
-    """What the children need before they start, and the checkpoint it came from, if any."""
+    """What the workers need before they start, and the checkpoint it came from, if any."""
 
     net: torch.nn.Module
     version_counter: torch.Tensor
@@ -140,10 +140,10 @@ def read_checkpoint(path: str, device: torch.device | str = "cpu") -> dict:
 
 def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
               restored: dict | None = None) -> SharedNet:
-    """Build (or restore) the net in shared memory, and nothing the children do not need.
+    """Build (or restore) the net in shared memory, and nothing the workers do not need.
 
     This part is quick; the optimizer is not (constructing the first torch optimizer imports
-    torch._dynamo, 1-2 s), so it is built while the children import and start their envs.
+    torch._dynamo, 1-2 s), so it is built while the workers import and start their envs.
     A ``--resume`` file is read here unless already given as ``restored``, once; ConfigError
     if it cannot be resumed.
     """
@@ -175,7 +175,7 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
 
 def make_run_dir(config: Config) -> Path:
     """The run's directory, created now (a resumed run's is the checkpoint's); ConfigError
-    with the system's reason when it cannot be, before any child exists."""
+    with the system's reason when it cannot be, before any worker exists."""
     if config.resume is not None:
         return Path(config.resume).resolve().parent
     run_dir = Path(config.logdir) / run_name(config)

@@ -50,8 +50,8 @@ class RunEnded(RuntimeError):
 class Trainer:
     """One run: ``train`` / ``save`` / ``restore`` / ``compute_action`` / ``stop``.
 
-    Bad settings raise ``ConfigError`` here, before any child exists. The net is built (or
-    restored) at once; children, the optimizer and the TensorBoard writer come with the
+    Bad settings raise ``ConfigError`` here, before any worker exists. The net is built (or
+    restored) at once; workers, the optimizer and the TensorBoard writer come with the
     first ``train()``, so a trainer restored only to act starts no process.
     """
 
@@ -128,7 +128,7 @@ class Trainer:
     # the public calls
     @property
     def net(self) -> torch.nn.Module:
-        """The shared net (actor-critic, or Q-network) the children act with and the learner trains."""
+        """The shared net (actor-critic, or Q-network) the workers act with and the learner trains."""
         return self._shared.net
 
     def train(self, seconds: float | None = None, frames: int | None = None) -> dict[str, Any]:
@@ -205,7 +205,7 @@ class Trainer:
 
     def compute_action(self, observation: np.ndarray, greedy: bool = False,
                        agent: str | None = None) -> int | np.ndarray:
-        """The action for one raw env observation, in this process (no child involved). On a
+        """The action for one raw env observation, in this process (no worker involved). On a
         multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
         action per agent for the joint observation that ``play`` steps."""
         if agent is not None:
@@ -231,7 +231,7 @@ class Trainer:
         run.writer.add_scalar(tag, value, run.counters.frames)
 
     def request_stop(self, reason: str = "stopped") -> None:
-        """End the run at the next chance (within a second): children stopped, saved."""
+        """End the run at the next chance (within a second): workers stopped, saved."""
         self._stop_reason = self._stop_reason or reason
 
     def set_env_task(self, task: Any) -> None:
@@ -248,12 +248,12 @@ class Trainer:
             self._pool.set_env_task(task)
 
     def kill(self) -> None:
-        """SIGKILL every child now (the CLI's second Ctrl-C); no checkpoint is written."""
+        """SIGKILL every worker now (the CLI's second Ctrl-C); no checkpoint is written."""
         if self._pool is not None:
             self._pool.kill()
 
     def stop(self) -> None:
-        """Stop the children in order and flush the writer; nothing is saved (``save()`` is).
+        """Stop the workers in order and flush the writer; nothing is saved (``save()`` is).
         Calling it again does nothing; the trainer can still act and save. Leaving a ``with``
         block also closes the writer."""
         if self._pool is not None:
@@ -310,8 +310,8 @@ class Trainer:
 
     def _end(self, reason: str) -> None:
         """The run's ending: checkpoint.pt (not after a non-finite loss, which keeps the last
-        good one), best.pt and summary.json first, then the children stopped in order. Saved
-        first, the checkpoint cannot be lost to children, actors or a cluster that are slow
+        good one), best.pt and summary.json first, then the workers stopped in order. Saved
+        first, the checkpoint cannot be lost to workers, actors or a cluster that are slow
         to stop or already gone (a SIGTERM to the whole process group reaches them too)."""
         self.ending = True
         self._ended = reason

@@ -35,13 +35,13 @@ if TYPE_CHECKING:
 
 class A3C(ActorCritic):
     name = "a3c"
-    summary = "the actor-critic: children sample the policy and send n-step transitions (or gradients)"
+    summary = "the actor-critic: workers sample the policy and send n-step transitions (or gradients)"
     settings = A3CSettings
     presets: ClassVar[Mapping[str, str]] = {
         "reference": "the reference chapter's Pong values, for any env",
-        "nature84": "Atari in float32 with one child: the defaults where the CPU has no bfloat16 "
+        "nature84": "Atari in float32 with one worker: the defaults where the CPU has no bfloat16 "
                     "instructions, and everywhere before bfloat16",
-        "small": "Atari on the A3C paper's smaller conv net, a child on each of 2 cores: more "
+        "small": "Atari on the A3C paper's smaller conv net, a worker on each of 2 cores: more "
                  "frames/s than nature84, more frames to 18"}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,9 +70,9 @@ class A3C(ActorCritic):
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
         if config.mode == "grads" and config.backend == "ray":
-            raise ConfigError("--backend ray runs data mode: children send transitions, not gradients")
+            raise ConfigError("--backend ray runs data mode: workers send transitions, not gradients")
         if config.mode == "grads" and config.passes > 1:
-            raise ConfigError("--passes is for data mode: in grads mode each child's gradient is "
+            raise ConfigError("--passes is for data mode: in grads mode each worker's gradient is "
                               "applied once")
         if (config.passes_frames or config.passes_from) and config.passes == 1:
             raise ConfigError("--passes-from and --passes-frames bound the extra steps of --passes; "
@@ -88,7 +88,7 @@ class A3C(ActorCritic):
             raise ConfigError("--lr-schedule is for data mode: in grads mode the learner does not "
                               "count frames")
         if config.mode == "grads" and config.entropy_decay_frames:
-            raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the children "
+            raise ConfigError("--entropy-decay-frames is for data mode: in grads mode the workers "
                               "weigh the entropy bonus, and they do not count frames")
 
     def describe(self, config: Config) -> str:

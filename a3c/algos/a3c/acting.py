@@ -1,4 +1,4 @@
-"""A3C's grads mode on the acting side: a child that trains its own copy of the net on its
+"""A3C's grads mode on the acting side: a worker that trains its own copy of the net on its
 transitions and sends the gradients."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def loss_settings(config: Config) -> LossSettings:
-    """The actor-critic loss's settings, the same in a grads-mode child and in the learner."""
+    """The actor-critic loss's settings, the same in a grads-mode worker and in the learner."""
     return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16,
                         config.normalize_advantages,
                         rho_bar=config.rho_bar if importance_weighted(config) else None)

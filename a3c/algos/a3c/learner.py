@@ -1,7 +1,7 @@
 """A3C's learner step, in two flavours that share every part but where gradients come from.
 
 Data-parallel: unpack a batch of transitions, compute the actor-critic loss and its
-gradients here, clip, step Adam. Gradient-parallel: the children ran ``loss_gradients`` on
+gradients here, clip, step Adam. Gradient-parallel: the workers ran ``loss_gradients`` on
 their own batches; the learner sums ``grad_batch`` of their flat gradients, clips, steps.
 """
 from __future__ import annotations
@@ -96,9 +96,9 @@ class Learner:
     """Owns the optimizer of the shared net and applies one step per batch.
 
     ``version_counter`` holds the policy version, the number of steps applied, in shared
-    memory; children read it when they act, so every transition says how old the weights
+    memory; workers read it when they act, so every transition says how old the weights
     that chose it were. It is made here unless given (the trainer makes it before the
-    children, and them before this).
+    workers, and them before this).
 
     Every ``diagnose_every`` steps (data mode) the step also reports what tells a stuck
     policy from a slow one: each term's gradient norm before the clip and as a share of the
@@ -173,7 +173,7 @@ class Learner:
 
     def step_on_gradients(self, gradients: Sequence[np.ndarray], losses: Sequence[LossStats],
                           policy_versions: Sequence[int]) -> StepStats:
-        """One optimizer step on the sum of children's flat gradients."""
+        """One optimizer step on the sum of workers's flat gradients."""
         total = torch.as_tensor(np.sum(gradients, axis=0)).to(self.device)
         offset = 0
         for parameter in self.net.parameters():
@@ -245,7 +245,7 @@ class GradientSteps:
 
 class A3CLearner:
     """A3C's learner side: the ``Learner`` and the steps its mode feeds it, transitions in
-    data mode, the children's gradients in grads mode."""
+    data mode, the workers's gradients in grads mode."""
 
     stats_type = StepStats
 
@@ -269,7 +269,7 @@ class A3CLearner:
         return self.learner.policy_version
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
-        """Nothing to make: the children feed the learner directly."""
+        """Nothing to make: the workers feed the learner directly."""
 
     def consume(self, message: Transitions | Gradients, frame: int) -> list[StepStats]:
         """The steps of ``message``, at the learning rate and entropy bonus ``frame`` sets

@@ -15,14 +15,14 @@ MODES = ("data", "grads")
 
 @dataclass(frozen=True)
 class A3CSettings(ActorCriticSettings):
-    """A3C's own: its warm-up, advantages, and the two ways its children can feed the learner."""
+    """A3C's own: its warm-up, advantages, and the two ways its workers can feed the learner."""
 
     lr_warmup: int = option("optimizer steps over which the learning rate rises linearly from 0",
                             None, at_least=0, family=True)
     lr_schedule: str = option("factors of --lr by frames, \"FRAMES:FACTOR,...\": linear between the "
                               "points, the first before them, the last after (\"0:2,4.5e6:2,4.6e6:1\": "
                               "twice the rate to 4.5M frames; empty: none)", "")
-    return_lambda: float = option("lambda of the returns the children send: each transition's "
+    return_lambda: float = option("lambda of the returns the workers send: each transition's "
                                   "lambda-return over its n-step window (1: the n-step return)", None,
                                   at_least=0.0, at_most=1.0, family=True)
     normalize_advantages: bool = option("standardise each batch's advantages before the policy term "
@@ -37,9 +37,9 @@ class A3CSettings(ActorCriticSettings):
                               "batch (0: --passes from the start)", 0, at_least=0)
     passes_frames: int = option("data mode: frames after which the learner takes one step on each "
                                 "batch again (0: --passes to the end of the run)", 0, at_least=0)
-    mode: str = option("data: children send transitions; grads: children compute gradients on "
+    mode: str = option("data: workers send transitions; grads: workers compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
-    grad_batch: int = option("grads mode: children's gradients summed per optimizer step", 2,
+    grad_batch: int = option("grads mode: workers's gradients summed per optimizer step", 2,
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
                                         "steps", None, at_least=0)
@@ -47,7 +47,7 @@ class A3CSettings(ActorCriticSettings):
 
 def importance_weighted(config: A3CSettings) -> bool:
     """Whether rows carry the acting policy's log-probabilities and the learner weighs them:
-    in data mode with ``rho_bar`` set. A grads-mode child trains the very weights that acted,
+    in data mode with ``rho_bar`` set. A grads-mode worker trains the very weights that acted,
     so its ratios are all 1."""
     return config.mode != "grads" and config.rho_bar > 0
 
@@ -80,7 +80,7 @@ def nature84_preset(cores: int) -> A3CPreset:
 
 def atari_preset(cores: int, bf16: bool) -> A3CPreset:
     """Where the CPU has bfloat16 instructions (``bf16``): ``nature84_preset`` under bfloat16
-    autocast, with a child on each of 2 cores, since the learner's steps then leave it time
+    autocast, with a worker on each of 2 cores, since the learner's steps then leave it time
     to spare (docs/performance.md, "bfloat16"). Elsewhere ``nature84_preset`` itself."""
     if not bf16:
         return nature84_preset(cores)
@@ -90,8 +90,9 @@ def atari_preset(cores: int, bf16: bool) -> A3CPreset:
 
 def small_preset(cores: int) -> A3CPreset:
     """``nature84_preset`` on the A3C paper's smaller conv body (``--preset small``): a third of
-    the compute per frame. Its learner needs about half a core for what a child sends, so on
-    2 cores a child runs on each and the learner takes turns with them; on more cores the learner keeps cores of its own (docs/performance.md, "The small net")."""
+    the compute per frame. Its learner needs about half a core for what a worker sends, so on
+    2 cores a worker runs on each and the learner takes turns with them; on more cores the
+    learner keeps cores of its own (docs/performance.md, "The small net")."""
     layout = process_layout(cores, envs_in_total=32)
     if cores == 2:
         layout = {"processes": 2, "envs_per_process": 16, "learner_threads": 1}
@@ -100,7 +101,7 @@ def small_preset(cores: int) -> A3CPreset:
 
 def vector_preset(cores: int) -> A3CPreset:
     """Values measured on CartPole-v1 (lr 3e-3, clip 1.0, entropy bonus 0.01, 32 envs); layout
-    from ``cores``. 32 envs rather than 16: a child's step costs little more, and frames to
+    from ``cores``. 32 envs rather than 16: a worker's step costs little more, and frames to
     solve stay the same. The entropy bonus keeps runs from locking into one action
     (docs/learning.md, "CartPole")."""
     return A3CPreset(**process_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
@@ -108,8 +109,8 @@ def vector_preset(cores: int) -> A3CPreset:
 
 
 def grads_layout(preset: A3CPreset, cores: int, atari: bool) -> A3CPreset:
-    """In grads mode the children also train and the learner only sums and steps, so the
-    children get every core. Atari keeps the data-mode envs in total; vector envs are halved,
+    """In grads mode the workers also train and the learner only sums and steps, so the
+    workers get every core. Atari keeps the data-mode envs in total; vector envs are halved,
     which solved CartPole in fewer frames and no more time (docs/performance.md)."""
     data_envs = preset.processes * preset.envs_per_process
     envs_in_total = data_envs if atari else data_envs // 2

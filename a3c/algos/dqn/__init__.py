@@ -1,4 +1,4 @@
-"""DQN, Ape-X style: children act epsilon-greedy on the shared Q-network (each env with an
+"""DQN, Ape-X style: workers act epsilon-greedy on the shared Q-network (each env with an
 epsilon of its own) and send n-step transitions with their last states; the learner keeps
 them in a prioritized replay buffer and trains on samples of it with Double-DQN targets
 from a target network."""
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 class DQN(Algorithm):
     name = "dqn"
-    summary = ("Ape-X-style Q-learning from a replay buffer the children fill, acting "
+    summary = ("Ape-X-style Q-learning from a replay buffer the workers fill, acting "
                "epsilon-greedy")
     settings = DQNSettings
     sends_last_states = True

@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
 
 def env_epsilons(config: Config) -> np.ndarray:
-    """The Ape-X epsilon of every env of every child, child 0's envs first."""
+    """The Ape-X epsilon of every env of every worker, worker 0's envs first."""
     return actor_epsilons(config.processes * config.envs_per_process, config.epsilon_base,
                           config.epsilon_alpha)
 
 
 def epsilon_greedy_chooser(config: Config, worker_id: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """How child ``worker_id`` chooses actions from Q-values: its envs take their share of
+    """How worker ``worker_id`` chooses actions from Q-values: its envs take their share of
     all envs' epsilons (in a multi-agent env, every agent of an env its env's)."""
     envs = config.envs_per_process
     mine = torch.as_tensor(env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs],

@@ -1,4 +1,4 @@
-"""The off-policy learner (``--algo dqn``, Ape-X style): children act epsilon-greedy with
+"""The off-policy learner (``--algo dqn``, Ape-X style): workers act epsilon-greedy with
 the shared Q-network and send n-step transitions; the learner keeps them in a replay
 buffer and trains on samples of it with Double-DQN targets from a target network.
 
@@ -51,7 +51,7 @@ class QStepStats:
 
 
 class QLearner:
-    """Owns the online net (shared with the children), its target copy and Adam.
+    """Owns the online net (shared with the workers), its target copy and Adam.
 
     The target net follows the online one by a hard copy every ``target_sync`` steps, or by
     Polyak averaging with weight ``tau`` every step when ``tau`` > 0.
@@ -116,7 +116,7 @@ class QLearner:
 
 
 class DQNLearner:
-    """The learner side of ``--algo dqn``; the replay buffer is made when the children start
+    """The learner side of ``--algo dqn``; the replay buffer is made when the workers start
     (a trainer that only acts or saves never allocates it)."""
 
     stats_type = QStepStats

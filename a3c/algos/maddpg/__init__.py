@@ -1,4 +1,4 @@
-"""MADDPG on a multi-agent env: children act with each agent's actor on its own observation
+"""MADDPG on a multi-agent env: workers act with each agent's actor on its own observation
 (sampling its softmax) and send one row per env step with every agent's observation, action
 and reward; the learner trains a critic per agent on all of them from a replay buffer, and
 each actor through its critic (centralised training, decentralised acting)."""

@@ -120,7 +120,7 @@ class MADDPGUpdate:
 
 
 class MADDPGLearner:
-    """The learner side of ``--algo maddpg``; the replay buffer is made when the children start."""
+    """The learner side of ``--algo maddpg``; the replay buffer is made when the workers start."""
 
     stats_type = MADDPGStepStats
 

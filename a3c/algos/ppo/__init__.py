@@ -1,4 +1,4 @@
-"""PPO on the asynchronous actors (APPO-style): children sample the policy and send one-step
+"""PPO on the asynchronous actors (APPO-style): workers sample the policy and send one-step
 rows with the log-probability of each action; the learner runs the clipped surrogate over
 whole rollouts, with V-trace value targets for the policy lag (docs/ppo.md)."""
 from __future__ import annotations
@@ -46,7 +46,7 @@ class PPO(ActorCritic):
                f"{config.minibatches} minibatches"
 
     def rows_in_flight(self, config: Config) -> int:
-        """A whole rollout: the children keep acting through the learner's passes over the
+        """A whole rollout: the workers keep acting through the learner's passes over the
         last one, as far as the next rollout."""
         return rollout_rows(vars(config))
 

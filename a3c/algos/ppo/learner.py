@@ -1,7 +1,7 @@
-"""PPO's learner: gather a rollout from the children's one-step rows, put each env's rows back
+"""PPO's learner: gather a rollout from the workers's one-step rows, put each env's rows back
 in order, estimate advantages and value targets once, then run the passes of minibatch steps.
 
-The children keep acting while the passes run, so each row was chosen by weights some steps
+The workers keep acting while the passes run, so each row was chosen by weights some steps
 older than the learner's: the ratio of the surrogate is taken against the log-probability
 each row was acted with (as APPO does), and the value targets are V-trace's, whose
 truncated importance weights correct for that lag (``--no-vtrace``: GAE returns).
@@ -102,7 +102,7 @@ class PPOLearner:
         return int(self.version_counter)
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
-        """Nothing to make: the children feed the rollout directly."""
+        """Nothing to make: the workers feed the rollout directly."""
 
     def consume(self, message: Transitions, frame: int) -> list[PPOStepStats]:
         """Holds the rows; a full rollout is trained on at the learning rate and entropy bonus
