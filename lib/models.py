@@ -124,7 +124,7 @@ def scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     transpose is slow with 4 channels innermost). The copies and the scaling go
     ``SCALING_CHUNK`` frames at a time, so the four passes over each part of the buffer hit
     L2 rather than L3. That pays in the learner, whose batch of 128 (14 MB of floats) comes
-    fresh after a backward pass (docs/performance.md), and costs nothing at the workers's 32.
+    fresh after a backward pass (docs/performance.md), and costs nothing at the workers' 32.
     Under autocast the frames go straight to bfloat16: the same values the first conv would
     get by casting the float32 ones (k / 255 rounded once), without that cast's extra pass
     over the batch and with half the bytes written.
@@ -192,7 +192,7 @@ def sample_actions(logits: torch.Tensor) -> torch.Tensor:
     """Draw one action per row from the policy's categorical distribution.
 
     Gumbel-max: argmax(logits + G) with G = -log(Exp(1)) noise is an exact sample of
-    softmax(logits), and on the CPU at the workers's batch sizes it is faster than
+    softmax(logits), and on the CPU at the workers' batch sizes it is faster than
     ``torch.multinomial`` on the softmax (docs/performance.md).
     """
     exponential_noise = torch.empty_like(logits).exponential_()

@@ -6,7 +6,7 @@ the trainer takes of them.
   action is one per agent, the reward is the team's (the sum over agents). ``play``,
   ``evaluate`` and MADDPG's joint transitions use it.
 - ``AgentSlots`` steps several ``JointEnv`` in lockstep as a vector env with one slot per
-  (env, agent): the workers's actor, the n-step accumulator and the actor-critic learners
+  (env, agent): the workers' actor, the n-step accumulator and the actor-critic learners
   then treat each agent as an env of their own, and a net that routes rows by the one-hot
   index (``lib.policies``) gives each policy its own agents' rows only.
 

@@ -5,10 +5,10 @@
   gives each env family (``family_defaults``) and which combinations it refuses (``check``);
   ``preflight`` asks the machine (memory, say) once, before any worker;
 - **acting** (in every worker, a child process or a Ray actor): its net, how the workers
-  choose actions and what they send (``acting_options``, ``make_sender``, ``slot_layout``), and how ``play``
-  and ``compute_action`` pick an action;
+  choose actions and what they send (``acting_options``, ``make_sender``, ``slot_layout``),
+  and how ``play`` and ``compute_action`` pick an action;
 - **learning** (in the learner only): ``make_learner`` gives the object that turns the
-  workers's messages into optimizer steps and says what a checkpoint adds.
+  workers' messages into optimizer steps and says what a checkpoint adds.
 
 The settings part must import neither torch nor the other parts at module level: a Config
 is built without torch, and a worker imports the acting side only. The acting and learning

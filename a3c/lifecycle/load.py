@@ -1,4 +1,4 @@
-"""Where the time goes: the learner's busy and waiting seconds, workers's blocked seconds,
+"""Where the time goes: the learner's busy and waiting seconds, workers' blocked seconds,
 and policy lag, logged per report interval to TensorBoard and to ``progress.jsonl``.
 
 ``progress.jsonl`` holds cumulative figures, one JSON object per line, so any window of

@@ -173,7 +173,7 @@ class Learner:
 
     def step_on_gradients(self, gradients: Sequence[np.ndarray], losses: Sequence[LossStats],
                           policy_versions: Sequence[int]) -> StepStats:
-        """One optimizer step on the sum of workers's flat gradients."""
+        """One optimizer step on the sum of workers' flat gradients."""
         total = torch.as_tensor(np.sum(gradients, axis=0)).to(self.device)
         offset = 0
         for parameter in self.net.parameters():
@@ -245,7 +245,7 @@ class GradientSteps:
 
 class A3CLearner:
     """A3C's learner side: the ``Learner`` and the steps its mode feeds it, transitions in
-    data mode, the workers's gradients in grads mode."""
+    data mode, the workers' gradients in grads mode."""
 
     stats_type = StepStats
 

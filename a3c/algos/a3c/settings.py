@@ -39,7 +39,7 @@ class A3CSettings(ActorCriticSettings):
                                 "batch again (0: --passes to the end of the run)", 0, at_least=0)
     mode: str = option("data: workers send transitions; grads: workers compute gradients on "
                        "their own batches and send those (A3C only)", "data", choices=MODES)
-    grad_batch: int = option("grads mode: workers's gradients summed per optimizer step", 2,
+    grad_batch: int = option("grads mode: workers' gradients summed per optimizer step", 2,
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
                                         "steps", None, at_least=0)

@@ -1,4 +1,4 @@
-"""PPO's learner: gather a rollout from the workers's one-step rows, put each env's rows back
+"""PPO's learner: gather a rollout from the workers' one-step rows, put each env's rows back
 in order, estimate advantages and value targets once, then run the passes of minibatch steps.
 
 The workers keep acting while the passes run, so each row was chosen by weights some steps
