@@ -66,10 +66,13 @@ class StepMeans:
 class EventLoop:
     """Handles the workers' messages for ``trainer``'s run ``run`` from ``pool``.
 
-    ``goal`` is the mean-100 the rollback guard measures a climb against (None: no goal)."""
+    ``goal`` is the mean-100 the rollback guard measures a climb against (None: no goal);
+    ``save_checkpoint`` and ``save_best`` are the trainer's, run by the timers. ``trainer``
+    is what the callbacks are handed."""
 
     def __init__(self, trainer: Trainer, run: Run, pool: WorkerPool, callbacks: Sequence[Callback],
-                 reporter: Reporter, goal: float | None):
+                 reporter: Reporter, goal: float | None, save_checkpoint: Callable[[], object],
+                 save_best: Callable[[], None]):
         self.trainer, self.run, self.pool = trainer, run, pool
         self.config = run.config
         self.callbacks = callbacks
@@ -84,8 +87,8 @@ class EventLoop:
             WorkerCrashed: self._on_crash, EpisodeEnded: self._on_episode,
             Transitions: self._on_rows, Gradients: self._on_rows}
         self.timers = Timers()
-        self.timers.every(self.config.save_every, lambda: trainer._save("checkpoint.pt"))
-        self.timers.every(BEST_CHECK_SECONDS, trainer._save_best)
+        self.timers.every(self.config.save_every, save_checkpoint)
+        self.timers.every(BEST_CHECK_SECONDS, save_best)
         self.timers.every(self.config.report_interval, self._report)
 
     def turn(self, step_means: StepMeans) -> str | None:

@@ -294,7 +294,9 @@ class Trainer:
                 f"{', bfloat16' if config.bf16 else ''}"
                 + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""))
             run.learner.begin(run.writer, run.counters.frames, shared.restored, self.reporter)
-            self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal)
+            self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal,
+                                   save_checkpoint=lambda: self._save("checkpoint.pt"),
+                                   save_best=self._save_best)
 
     def _learner_state(self) -> Run:
         if self._run is None:
