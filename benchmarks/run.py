@@ -4,6 +4,7 @@
     python -m benchmarks.run --quick         # shorter windows, one CartPole seed
     python -m benchmarks.run --only pong --trainer-args="--processes 2 --envs-per-process 16"
     python -m benchmarks.run --only probe --only pong --bf16   # bfloat16 acting and training
+    python -m benchmarks.run --only atari --atari-games Breakout,Qbert --docs   # the Atari table
 
 In one run on this machine: (0) time the learner's Adam step with and without denormals
 flushed; (1) probe the per-core rates and the bound they imply, a
@@ -37,6 +38,8 @@ from pathlib import Path
 import psutil
 
 from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
+from benchmarks.atari import GAMES as ATARI_GAMES
+from benchmarks.atari import atari_games, atari_report, kept_runs, merged, plot_atari
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent"],
+                                           "ppo", "ray", "multiagent", "atari"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -323,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                              "simple_spread for MADDPG and A3C), ray (Pong on --backend ray "
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
-                             "for as long; about 2 hours) run only when named")
+                             "for as long; about 2 hours) and atari (the classic games for --atari-frames "
+                             "each, docs/atari.md with --docs) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -333,6 +337,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-from", type=Path, default=None, metavar="JSON",
                         help="solve: keep this earlier solve result's SB3 run (docs/pong_solve.json) "
                              "instead of running SB3 again; the report says where it came from")
+    parser.add_argument("--atari-games", default=",".join(ATARI_GAMES),
+                        help="atari: comma-separated game names (default: the five of the PPO paper's table)")
+    parser.add_argument("--atari-algos", default="a3c", help="atari: comma-separated --algo values to run")
+    parser.add_argument("--atari-peer-games", default="",
+                        help="atari: games on which SB3 PPO with the RL zoo's Atari values also runs")
+    parser.add_argument("--atari-frames", type=int, default=10_000_000, help="atari: env frames of each run")
+    parser.add_argument("--atari-sticky", action="store_true",
+                        help="atari: the ALE v5 ids (sticky actions) instead of NoFrameskip-v4")
+    parser.add_argument("--atari-keep", type=Path, default=None, metavar="JSON",
+                        help="atari: keep this earlier result's runs (docs/atari.json) except those run "
+                             "again, so that the table grows game by game")
     parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 runs")
     parser.add_argument("--warmup", type=float, default=None, help="Pong warm-up seconds")
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
@@ -435,6 +450,16 @@ def main(argv: list[str] | None = None) -> int:
         earlier = None if args.solve_from is None else kept_solve(args.solve_from)
         results["solve"] = pong_solve(list(range(args.seeds or 2)), with_sb3, args.solve_seconds,
                                       out / "solve-runs", earlier, args.peer_from)
+    if "atari" in parts:
+        games = [game for game in args.atari_games.split(",") if game]
+        peer_games = [game for game in args.atari_peer_games.split(",") if game] if with_sb3 else []
+        provenance = {"command": results["command"], "date": results["machine"]["date"],
+                      "cpu": results["machine"]["cpu"], "cores": results["machine"]["cores"],
+                      "commit": results["machine"]["commit"]}
+        new = atari_games(games, args.atari_algos.split(","), peer_games, args.atari_frames, 0,
+                          out / "atari-runs", provenance, tuple(shlex.split(args.trainer_args)), args.atari_sticky)
+        results["atari"] = {"runs": merged(kept_runs(args.atari_keep), new)}
+        print(atari_report(results["atari"]["runs"]))
     report = markdown_report(results)
     print(report)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -443,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         plot_cartpole(results["cartpole"], out / f"cartpole-{stamp}.png")
     if "solve" in results:
         plot_solve(results["solve"], out / f"pong_solve-{stamp}.png")
+    if "atari" in results:
+        (out / f"atari-{stamp}.md").write_text(atari_report(results["atari"]["runs"]))
+        plot_atari(results["atari"]["runs"], out / f"atari-{stamp}.png")
     if args.docs:
         if "cartpole" in results:
             plot_cartpole(results["cartpole"], ROOT / "docs" / "cartpole.png")
@@ -459,7 +487,11 @@ def main(argv: list[str] | None = None) -> int:
             plot_spread(results["multiagent"]["spread"], ROOT / "docs" / "multiagent_spread.png")
         if "ray" in results:
             (ROOT / "docs" / "ray_benchmark.md").write_text(ray_report(results))
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent"}:
+        if "atari" in results:
+            (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
+            (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
+            plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")

@@ -7,6 +7,12 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 1 --algo dqn --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --algo ppo --stop-reward 475
+    python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
+        --max-frames 10000000 --max-seconds 20000
+
+PPO with ``--zoo-atari`` is the RL zoo's whole Atari recipe, SB3's own AtariWrapper included
+(life loss ends a training episode, FIRE at reset, clipped rewards); its Monitor sits under
+the wrapper, so the scores are whole games in the game's points, as the trainer counts them.
 """
 from __future__ import annotations
 
@@ -16,9 +22,10 @@ import time
 
 from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
 
 from lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 
@@ -28,8 +35,10 @@ class Watch(BaseCallback):
     ``frames_per_step`` (4 on Atari), as the trainer counts them; stops at the reward or the
     time limit."""
 
-    def __init__(self, stop_reward: float | None, max_seconds: float, frames_per_step: int):
+    def __init__(self, stop_reward: float | None, max_seconds: float, frames_per_step: int,
+                 max_frames: int | None = None):
         super().__init__()
+        self.max_frames = max_frames
         self.frames_per_step = frames_per_step
         self.stop_reward = stop_reward
         self.max_seconds = max_seconds
@@ -52,7 +61,8 @@ class Watch(BaseCallback):
         if self.stop_reward is not None and full and self._mean_100() >= self.stop_reward:
             self.solved_at = (elapsed, self.num_timesteps)
             return False
-        return elapsed < self.max_seconds
+        out_of_frames = self.max_frames is not None and self.num_timesteps * self.frames_per_step >= self.max_frames
+        return elapsed < self.max_seconds and not out_of_frames
 
 
 ZOO_DQN_STEPS = 50_000
@@ -76,6 +86,15 @@ ZOO_CARTPOLE_PPO = {
 """rl-baselines3-zoo's PPO values for CartPole-v1 (its hyperparams/ppo.yml, 8 envs): the
 learning rate and the clip fall linearly to 0 over its 100k steps, so the run stops there."""
 
+ZOO_ATARI_PPO_STEPS = 10_000_000
+ZOO_ATARI_PPO = {
+    "n_steps": 128, "n_epochs": 4, "batch_size": 256, "vf_coef": 0.5, "ent_coef": 0.01,
+    "learning_rate": lambda remaining: 2.5e-4 * remaining, "clip_range": lambda remaining: 0.1 * remaining,
+}
+"""rl-baselines3-zoo's PPO values for Atari (its hyperparams/ppo.yml, 8 envs, 4 stacked frames):
+the learning rate and the clip fall linearly over its 1e7 steps (40M frames), so a run cut
+short by --max-frames sees the first part of the same schedules."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -90,9 +109,15 @@ def main() -> None:
                              "tuned CartPole PPO (pass --n-envs 8)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
-                             "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01)")
+                             "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
+                             "--algo ppo its Atari PPO and wrappers (pass --n-envs 8)")
+    parser.add_argument("--max-frames", type=int, default=None, help="stop after this many env frames")
     args = parser.parse_args()
-    envs = DummyVecEnv([lambda: Monitor(make_env(args.env))] * args.n_envs)
+    zoo_atari_ppo = args.zoo_atari and args.algo == "ppo"
+    if zoo_atari_ppo:
+        envs = VecFrameStack(make_atari_env(args.env, n_envs=args.n_envs, seed=args.seed), n_stack=4)
+    else:
+        envs = DummyVecEnv([lambda: Monitor(make_env(args.env))] * args.n_envs)
     policy = "CnnPolicy" if is_atari(args.env) else "MlpPolicy"
     tuned = {}
     if args.zoo_atari:
@@ -100,13 +125,15 @@ def main() -> None:
                                                     "optimizer_kwargs": {"eps": 1e-5}}}
     if args.algo == "dqn":
         model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
+    elif zoo_atari_ppo:
+        model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_ATARI_PPO)
     elif args.algo == "ppo":
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_PPO)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
-    watch = Watch(args.stop_reward, args.max_seconds, frames_per_step)
-    steps = {"dqn": DQN_MAX_STEPS, "ppo": ZOO_PPO_STEPS}.get(args.algo, 10**9)
+    watch = Watch(args.stop_reward, args.max_seconds, frames_per_step, args.max_frames)
+    steps = {"dqn": DQN_MAX_STEPS, "ppo": ZOO_ATARI_PPO_STEPS if zoo_atari_ppo else ZOO_PPO_STEPS}.get(args.algo, 10**9)
     model.learn(total_timesteps=steps, callback=watch)
     print(json.dumps({
         "solved": watch.solved_at is not None,
