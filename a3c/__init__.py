@@ -1,5 +1,6 @@
 """A3C on torch.multiprocessing: ``Trainer`` is one run (train / save / restore / act),
-``Callback`` hooks into it, a ``ConsoleReporter`` prints what it does; the rest is its
+``Callback`` hooks into it, a ``ConsoleReporter`` prints what it does, ``register_env``
+makes a user's env creator an env id; the rest is its
 config (``config``), algorithms (``algos``), transports (``transport``) and life cycle
 (``lifecycle``).
 
@@ -13,8 +14,10 @@ from typing import Any
 
 _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer",
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
-            "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter"}
-__all__ = ["Callback", "ConfigError", "ConsoleReporter", "Reporter", "RunEnded", "Trainer"]
+            "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
+            "register_env": "lib.user_envs", "EnvContext": "lib.user_envs"}
+__all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "Reporter", "RunEnded", "Trainer",
+           "register_env"]
 
 
 def __getattr__(name: str) -> Any:

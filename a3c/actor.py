@@ -43,6 +43,7 @@ class VectorActor:
     learner with a critic over every agent (MADDPG) gives ``joint_rows``: a multi-agent env's
     rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
+    ``env_config`` and ``worker_index`` reach each env's creator (``lib.envs.make_env``).
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -54,7 +55,7 @@ class VectorActor:
                  clip_rewards: bool = False, screen_size: int | None = None,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
-                 return_lambda: float = 1.0):
+                 return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -63,7 +64,8 @@ class VectorActor:
         self.policy_version = policy_version
         self.bf16 = bf16
         self.device = next(net.parameters()).device
-        self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size)
+        self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size, env_config=env_config,
+                                    worker_index=worker_index)
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,
                                             lam=return_lambda)

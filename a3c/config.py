@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import typing
@@ -41,6 +42,9 @@ class RunSettings:
     name: str = option("run name (names the TensorBoard run)", "a3c", short="-n")
     env_id: str = option("gymnasium env id, or a multi-agent env: TwoStepGame or a PettingZoo "
                          "parallel env's module (mpe2.simple_spread_v3)", "PongNoFrameskip-v4", flag="env")
+    env_config: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
+        "settings of the env: a JSON object handed to a creator registered with a3c.register_env (as "
+        "its env_config), or keywords of gymnasium.make for any other id", None)
     policies: str = option("multi-agent envs: which policy acts for each agent: shared (one net, "
                            "the agent's index in its input), per-agent, or AGENT=POLICY,...",
                            "per-agent")
@@ -210,8 +214,20 @@ def build_parser() -> argparse.ArgumentParser:
             action = argparse.BooleanOptionalAction if family_or_on else "store_true"
             group.add_argument(*names, action=action, **extra)
         else:
-            group.add_argument(*names, type=kind, choices=choices, required=setting.name == "name", **extra)
+            group.add_argument(*names, type=json_object if kind is dict else kind, choices=choices,
+                               required=setting.name == "name", **extra)
     return parser
+
+
+def json_object(text: str) -> dict:
+    """A flag's JSON object (``--env-config '{"size": 5}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}")
+    return value
 
 
 def make_config(**settings: Any) -> Config:
@@ -316,6 +332,9 @@ def validate(config: Config, family: EnvFamily) -> None:
         parse_address(config.ray_address)
     if config.screen_size is not None and not family.atari:
         raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
+    if config.env_config and (family.atari or family.multiagent):
+        raise ConfigError(f"--env-config is for envs made one by one with gymnasium.make or a registered "
+                          f"creator; {config.env_id} is made another way")
     if config.policies != "per-agent" and not family.multiagent:
         raise ConfigError(f"--policies is for multi-agent envs; {config.env_id} has one agent")
     get_algorithm(config.algo).check(config, family.atari)

@@ -66,6 +66,7 @@ class SavedPolicy(NamedTuple):
     """Atari frames' side in pixels (None in checkpoints from before the setting: 84)."""
     algorithm: Algorithm
     net: nn.Module
+    env_config: dict | None = None
 
 
 def load_policy(path: str) -> SavedPolicy:
@@ -73,19 +74,21 @@ def load_policy(path: str) -> SavedPolicy:
     try:
         state = load_checkpoint(path)
         env_id, screen_size = state["config"]["env_id"], state["config"].get("screen_size")
+        env_config = state["config"].get("env_config")
         algorithm = get_algorithm(saved_algorithm(state))
-        net = algorithm.build_net(describe_env(env_id, screen_size), state["config"])
+        net = algorithm.build_net(describe_env(env_id, screen_size, env_config), state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
     except (KeyError, TypeError, RuntimeError) as exc:
         raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
-    return SavedPolicy(env_id, screen_size, algorithm, net.eval())
+    return SavedPolicy(env_id, screen_size, algorithm, net.eval(), env_config)
 
 
-def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None = None) -> gym.Env:
+def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None = None,
+                  env_config: dict | None = None) -> gym.Env:
     if record_dir is None:
-        return make_env(env_id, screen_size=screen_size)
+        return make_env(env_id, screen_size=screen_size, env_config=env_config)
     if is_multiagent(env_id):
         raise PlayError(f"--record is for single-agent envs; {env_id} has several agents")
     try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
@@ -98,7 +101,8 @@ def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None =
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
     recorder = partial(gym.wrappers.RecordVideo, video_folder=record_dir,
                        episode_trigger=lambda episode: True, name_prefix=env_id.replace("/", "-"))
-    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, screen_size=screen_size)
+    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, screen_size=screen_size,
+                    env_config=env_config)
 
 
 def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarray,
@@ -139,9 +143,9 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
         raise PlayError(f"--episodes must be >= 1, got {episodes}")
     if max_steps < 1:
         raise PlayError(f"--max-steps must be >= 1, got {max_steps}")
-    env_id, screen_size, algorithm, net = load_policy(path)
+    env_id, screen_size, algorithm, net, env_config = load_policy(path)
     torch.manual_seed(seed)
-    env = make_play_env(env_id, record_dir, screen_size)
+    env = make_play_env(env_id, record_dir, screen_size, env_config)
     played = []
     try:
         for index in range(episodes):

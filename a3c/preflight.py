@@ -1,7 +1,8 @@
 """Pre-flight: what the machine must give a run, asked once, before any worker starts: the
-env's spaces (one env is made), the algorithm's needs (a replay buffer's memory), CUDA, a
-writable ``--logdir``, and Ray with an address that answers. Each failure is one
-ConfigError line, so the CLI exits 2 before anything starts."""
+env's spaces (one env is made), gymnasium's env checker on a user's own env, the
+algorithm's needs (a replay buffer's memory), CUDA, a writable ``--logdir``, and Ray with
+an address that answers. Each failure is one ConfigError line, so the CLI exits 2 before
+anything starts."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,16 +11,26 @@ import os
 from a3c.algos import get_algorithm
 from a3c.config import Config
 from a3c.settings import ConfigError
-from lib.envs import EnvError, EnvInfo, describe_env
+from lib.envs import EnvError, EnvInfo, describe_env, make_env, registered_by_user
 from lib.policies import PolicyMappingError, parse_policy_mapping
 
 
 def preflight(config: Config) -> EnvInfo:
     """The env's facts for the run; ConfigError for the first thing this machine lacks."""
     try:
-        env_info = describe_env(config.env_id, config.screen_size)
+        users = registered_by_user(config.env_id)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
+    try:
+        env_info = describe_env(config.env_id, config.screen_size, config.env_config)
+    except EnvError as exc:
+        raise ConfigError(str(exc)) from exc
+    except Exception as exc:  # a user's env or settings may fail any way; one line says how
+        if not (users or config.env_config):
+            raise
+        raise ConfigError(f"making {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
+    if users:
+        check_user_env(config)
     if env_info.agents:
         try:
             parse_policy_mapping(config.policies, env_info.agents)
@@ -41,6 +52,21 @@ def preflight(config: Config) -> EnvInfo:
 
             check_address(config.ray_address)
     return env_info
+
+
+def check_user_env(config: Config) -> None:
+    """gymnasium's env checker on one env made by a creator given to ``register_env``: what it
+    finds wrong is a ConfigError; its warnings are shown and the run goes on."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = make_env(config.env_id, env_config=config.env_config)
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    except Exception as exc:  # the checker asserts, and the env may raise anything
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{config.env_id} fails gymnasium's env checker: {first_line}") from exc
+    finally:
+        env.close()
 
 
 def is_writable_dir(path: str) -> bool:

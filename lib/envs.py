@@ -13,9 +13,10 @@ accumulator also handles.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +31,7 @@ from lib.multiagent import (
     make_parallel_env,
     reward_threshold,
 )
+from lib.user_envs import EnvContext, is_user_env
 
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
@@ -71,11 +73,24 @@ def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
         raise EnvError(f"unknown env id {env_id!r}") from exc
 
 
+def registered_by_user(env_id: str) -> bool:
+    """True for a name given to ``register_env``, also as ``module:name`` (the module, which
+    registers it, is imported first, as ``gymnasium.make`` does)."""
+    if is_multiagent(env_id):
+        return False
+    _spec(env_id)
+    return is_user_env(env_id.rpartition(":")[2])
+
+
 def make_env(env_id: str, render_mode: str | None = None,
              wrap_raw: Callable[[gym.Env], gym.Env] | None = None,
-             noop_max: int = ATARI_NOOP_MAX, screen_size: int | None = None) -> gym.Env:
+             noop_max: int = ATARI_NOOP_MAX, screen_size: int | None = None,
+             env_config: Mapping[str, Any] | None = None, worker_index: int = 0, vector_index: int = 0) -> gym.Env:
     """One env, preprocessed the way the models expect it; Atari frames are
     ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``).
+
+    ``env_config`` goes to a registered env's creator as an ``EnvContext`` (with the worker's
+    and the env's index), or to ``gymnasium.make`` as keywords for any other id.
 
     ``wrap_raw`` wraps the env before any preprocessing: a video recorder placed there
     sees every frame in colour rather than the net's small grey, frame-skipped view.
@@ -84,6 +99,10 @@ def make_env(env_id: str, render_mode: str | None = None,
     if is_multiagent(env_id):
         return JointEnv(env_id)
     kwargs = {} if render_mode is None else {"render_mode": render_mode}
+    if registered_by_user(env_id):
+        kwargs["env_config"] = EnvContext(env_config, worker_index, vector_index)
+    else:
+        kwargs.update(env_config or {})
     if not is_atari(env_id):
         env = gym.make(env_id, **kwargs)
         return env if wrap_raw is None else wrap_raw(env)
@@ -100,24 +119,27 @@ def make_env(env_id: str, render_mode: str | None = None,
     return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")
 
 
-def sync_vector_env(env_fn: Callable[[], gym.Env], num_envs: int) -> SyncVectorEnv:
-    """``num_envs`` copies stepped in lockstep, with the final observation kept in info."""
-    return SyncVectorEnv([env_fn] * num_envs, autoreset_mode=AutoresetMode.SAME_STEP)
+def sync_vector_env(env_fns: list[Callable[[], gym.Env]]) -> SyncVectorEnv:
+    """An env from each of ``env_fns``, stepped in lockstep, with the final observation kept in info."""
+    return SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
-                    screen_size: int | None = None) -> VectorEnv:
+                    screen_size: int | None = None, env_config: Mapping[str, Any] | None = None,
+                    worker_index: int = 0) -> VectorEnv:
     """The envs a worker steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
-    fifth of the time of 16 separate envs), else ``sync_vector_env``. A multi-agent env
-    gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
+    fifth of the time of 16 separate envs) unless ``env_config`` is given, else
+    ``sync_vector_env`` of ``make_env`` (each env told its ``worker_index`` and its index). A
+    multi-agent env gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
     if is_multiagent(env_id):
         return AgentSlots(env_id, num_envs)
     spec = _spec(env_id)
     if not is_atari(env_id):
-        if spec.vector_entry_point is not None:
+        if spec.vector_entry_point is not None and not env_config:
             return gym.make_vec(spec, num_envs=num_envs, vectorization_mode="vector_entry_point")
-        return sync_vector_env(partial(make_env, env_id), num_envs)
+        return sync_vector_env([partial(make_env, env_id, env_config=env_config, worker_index=worker_index,
+                                        vector_index=index) for index in range(num_envs)])
     screen_size = screen_size or ATARI_SCREEN_SIZE
     from ale_py.vector_env import AtariVectorEnv
 
@@ -176,7 +198,7 @@ class EnvInfo:
         return ATARI_FRAME_STACK if self.atari else None
 
 
-def describe_env(env_id: str, screen_size: int | None = None) -> EnvInfo:
+def describe_env(env_id: str, screen_size: int | None = None, env_config: Mapping[str, Any] | None = None) -> EnvInfo:
     """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
     that the nets can take it, and report its shapes.
 
@@ -187,7 +209,7 @@ def describe_env(env_id: str, screen_size: int | None = None) -> EnvInfo:
     if is_multiagent(env_id):
         return _describe_multiagent(env_id)
     atari = is_atari(env_id)
-    env = make_env(env_id, screen_size=screen_size)
+    env = make_env(env_id, screen_size=screen_size, env_config=env_config)
     try:
         action_space, obs_space = env.action_space, env.observation_space
     finally:

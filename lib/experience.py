@@ -50,40 +50,40 @@ class TransitionBatch:
     log_probs: np.ndarray | None = None
     env_ids: np.ndarray | None = None
     ends: np.ndarray | None = None
+    extras: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    """Columns an algorithm declares beyond these (``lib.columns``), by name, a row each."""
 
     def __len__(self) -> int:
         return len(self.actions)
 
     def __getitem__(self, rows: slice | np.ndarray) -> TransitionBatch:
         """The rows ``rows`` picks (a slice, or indices in any order)."""
-        return TransitionBatch(**{
-            name: None if column is None else column[rows] for name, column in self._columns()
-        })
+        return TransitionBatch.from_columns({name: column[rows] for name, column in self.columns().items()})
 
     def copy(self) -> TransitionBatch:
         """The same rows in arrays of its own (writable, whatever memory they came from)."""
-        return TransitionBatch(**{name: None if column is None else np.array(column)
-                                  for name, column in self._columns()})
+        return TransitionBatch.from_columns({name: np.array(column) for name, column in self.columns().items()})
 
-    def small_columns(self) -> dict[str, np.ndarray | None]:
-        """Every column but the observations (``states``, ``last_states``): what travels
-        beside a shared-memory slot that holds those
-        (``TransitionBatch(states=..., last_states=..., **columns)`` puts them back)."""
-        return {name: column for name, column in self._columns() if name not in ("states", "last_states")}
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every column the batch has, by name, its ``extras`` among them."""
+        named = {field.name: getattr(self, field.name) for field in dataclasses.fields(self) if field.name != "extras"}
+        return {name: column for name, column in named.items() if column is not None} | self.extras
 
-    def _columns(self) -> list[tuple[str, np.ndarray | None]]:
-        return [(field.name, getattr(self, field.name)) for field in dataclasses.fields(self)]
+    @staticmethod
+    def from_columns(columns: Mapping[str, np.ndarray]) -> TransitionBatch:
+        """The batch of ``columns()``: the named fields from their names, the rest as extras."""
+        names = {field.name for field in dataclasses.fields(TransitionBatch)} - {"extras"}
+        return TransitionBatch(**{name: column for name, column in columns.items() if name in names},
+                               extras={name: column for name, column in columns.items() if name not in names})
 
     @staticmethod
     def concatenate(batches: Sequence[TransitionBatch]) -> TransitionBatch:
         """One batch of all rows; a column kept only where every part has it."""
         if len(batches) == 1:
             return batches[0]
-        joined = {}
-        for name, _ in batches[0]._columns():
-            parts = [getattr(batch, name) for batch in batches]
-            joined[name] = None if any(part is None for part in parts) else np.concatenate(parts)
-        return TransitionBatch(**joined)
+        parts = [batch.columns() for batch in batches]
+        shared = [name for name in parts[0] if all(name in part for part in parts)]
+        return TransitionBatch.from_columns({name: np.concatenate([part[name] for part in parts]) for name in shared})
 
 
 @dataclass(frozen=True)

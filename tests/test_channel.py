@@ -1,13 +1,21 @@
-"""Shared-memory slots: rows arrive intact, slots are reused round-robin, the bound holds."""
+"""Shared-memory slots: rows arrive intact, slots are reused round-robin, the bound holds,
+and a message must match the columns its algorithm declared."""
 import time
 
 import numpy as np
+import pytest
 import torch
 import torch.multiprocessing as mp
 
-from a3c.transport.channel import ChildChannel, SlotLayout
-from a3c.transport.messages import SlotTransitions
+from a3c.algos.payloads import TransitionPayload, transition_columns
+from a3c.transport.channel import ChildChannel, allocate_slots
+from a3c.transport.messages import SlotRows
+from lib.columns import Column, PayloadError
+from lib.envs import EnvInfo
 from lib.experience import TransitionBatch
+
+ATARI_INFO = EnvInfo("PongNoFrameskip-v4", (4, 84, 84), "uint8", n_actions=6, atari=True, frames_per_step=4,
+                     reward_threshold=None)
 
 
 def frames_batch(first: int, rows: int) -> TransitionBatch:
@@ -20,11 +28,11 @@ def frames_batch(first: int, rows: int) -> TransitionBatch:
     )
 
 
-def make_channel(slots=2, rows=8):
+def make_channel(slots=2, rows=8, extra=()):
     context = mp.get_context("spawn")
-    layout = SlotLayout((4, 84, 84), "uint8", rows=rows, slots=slots)
-    return ChildChannel(0, 0, context.Queue(maxsize=10), context.Event(), layout.allocate(),
-                        context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64),
+    payload = TransitionPayload(transition_columns(ATARI_INFO), rows).with_columns(extra)
+    return ChildChannel(0, 0, context.Queue(maxsize=10), context.Event(), payload, allocate_slots(payload, slots),
+                        slots, context.BoundedSemaphore(slots), torch.zeros((), dtype=torch.float64),
                         context.Queue())
 
 
@@ -47,9 +55,9 @@ def test_a_child_polls_the_newest_env_task_once():
 def test_rows_come_back_intact_with_their_policy_versions():
     channel = make_channel()
     sent = frames_batch(3, 5)
-    assert channel.put_transitions(sent)
+    assert channel.put_item(sent)
     message = channel.messages.get(timeout=5)
-    assert isinstance(message, SlotTransitions) and "states" not in message.columns
+    assert isinstance(message, SlotRows) and "states" not in message.columns
     received = channel.take(message).batch
     assert np.array_equal(received.states, sent.states)
     assert np.array_equal(received.last_values, sent.last_values)
@@ -58,17 +66,17 @@ def test_rows_come_back_intact_with_their_policy_versions():
 
 def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
     channel = make_channel(slots=2)
-    assert channel.put_transitions(frames_batch(0, 4))
-    assert channel.put_transitions(frames_batch(10, 4))
+    assert channel.put_item(frames_batch(0, 4))
+    assert channel.put_item(frames_batch(10, 4))
     assert float(channel.wait_seconds) == 0.0
     channel.stop_event.set()
-    assert not channel.put_transitions(frames_batch(20, 4))  # both slots in flight: no room
+    assert not channel.put_item(frames_batch(20, 4))  # both slots in flight: no room
     channel.stop_event.clear()
     assert float(channel.wait_seconds) > 0.0  # the wait for a free slot was counted
     first, second = channel.messages.get(timeout=5), channel.messages.get(timeout=5)
     assert (first.slot, second.slot) == (0, 1)
     assert channel.take(first).batch.states[0, 0, 0, 0] == 0
-    assert channel.put_transitions(frames_batch(20, 4))  # slot 0 is free again
+    assert channel.put_item(frames_batch(20, 4))  # slot 0 is free again
     third = channel.messages.get(timeout=5)
     assert third.slot == 0
     assert channel.take(second).batch.states[0, 0, 0, 0] == 10
@@ -77,9 +85,34 @@ def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
 
 def test_a_batch_larger_than_a_slot_is_refused():
     channel = make_channel(rows=2)
-    try:
-        channel.put_transitions(frames_batch(0, 3))
-    except ValueError as error:
-        assert "do not fit" in str(error)
-    else:
-        raise AssertionError("an oversized batch was accepted")
+    with pytest.raises(PayloadError, match="3 rows; the algorithm declared at most 2"):
+        channel.put_item(frames_batch(0, 3))
+
+
+def test_a_declared_large_column_travels_in_its_own_slot_and_a_small_one_in_the_record():
+    extra = [Column("hidden", "float32", (2, 3), large=True), Column("tag", "int32")]
+    channel = make_channel(extra=extra)
+    assert set(channel.slots) == {"states", "hidden"} and channel.slots["hidden"].shape == (2, 8, 2, 3)
+    sent = frames_batch(0, 3)
+    sent.extras = {"hidden": np.arange(18, dtype=np.float32).reshape(3, 2, 3), "tag": np.array([7, 8, 9], np.int32)}
+    assert channel.put_item(sent)
+    message = channel.messages.get(timeout=5)
+    assert "hidden" not in message.columns and message.columns["tag"].tolist() == [7, 8, 9]
+    received = channel.take(message).batch
+    assert np.array_equal(received.extras["hidden"], sent.extras["hidden"])
+    assert received.extras["tag"].dtype == np.int32
+
+
+@pytest.mark.parametrize(("change", "complaint"), [
+    (lambda batch: batch.extras.pop("tag"), r"lacks declared columns \['tag'\]"),
+    (lambda batch: batch.extras.update(other=np.zeros(3)), r"undeclared columns \['other'\]"),
+    (lambda batch: batch.extras.update(tag=np.zeros(3, np.int64)), "'tag' was declared as rows of int32"),
+    (lambda batch: batch.extras.update(tag=np.zeros((3, 2), np.int32)), r"int32 \(\) and a worker sent int32 \(2,\)"),
+])
+def test_a_message_unlike_its_declaration_is_refused_naming_the_column(change, complaint):
+    channel = make_channel(extra=[Column("tag", "int32")])
+    sent = frames_batch(0, 3)
+    sent.extras = {"tag": np.array([7, 8, 9], np.int32)}
+    change(sent)
+    with pytest.raises(PayloadError, match=complaint):
+        channel.put_item(sent)

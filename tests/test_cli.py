@@ -20,7 +20,7 @@ from a3c.algos.a3c.settings import (
 )
 from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.settings import CORES, ConfigError
-from a3c.transport.channel import queue_capacity, slots_per_child
+from a3c.transport.pool import messages_per_worker, queue_capacity
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -84,6 +84,10 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--return-lambda", "1.5"], "--return-lambda"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],
      "--return-lambda is a setting of --algo a3c, not of --algo ppo"),
+    (["-n", "x", "--env", "CartPole-v1", "--env-config", "[1, 2]"], "--env-config: must be a JSON object"),
+    (["-n", "x", "--env", "CartPole-v1", "--env-config", "{size: 5}"], "--env-config: not JSON"),
+    (["-n", "x", "--env-config", '{"frameskip": 2}'], "--env-config is for envs made one by one"),
+    (["-n", "x", "--env", "CartPole-v1", "--env-config", '{"no_such_keyword": 2}'], "making CartPole-v1 failed"),
 ]
 # nothing listens on port 1 of this machine: refused at once, never a minute of retries
 BAD_INPUTS.append((["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-address", "127.0.0.1:1"],
@@ -169,7 +173,7 @@ def test_default_queue_holds_two_learner_batches():
 
     one_child = parse_config(["-n", "q", "--processes", "1", "--envs-per-process", "32"])
     assert capacity(one_child) == 8  # 2 x 128 transitions in micro-batches of 32
-    assert slots_per_child(a3c, one_child) == 8
+    assert messages_per_worker(a3c, one_child) == 8
     many = parse_config(["-n", "q", "--processes", "8", "--envs-per-process", "64"])
     assert capacity(many) == 16  # two per child wins over 2 x 128 / 64 = 4
     grads = parse_config(["-n", "q", "--mode", "grads", "--processes", "1"])

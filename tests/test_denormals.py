@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 from a3c.algos import get_algorithm
+from a3c.algos.payloads import Transitions
 from a3c.learner import make_adam
 from a3c.lifecycle.run import share_net
-from a3c.transport.messages import Transitions
 from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe
 from benchmarks.report import _denormals_section

@@ -10,11 +10,11 @@ import torch
 
 from a3c import ConfigError, Trainer
 from a3c.algos.dqn.learner import QLearner, QStepStats
+from a3c.algos.payloads import Transitions
 from a3c.algos.replay import ReplaySteps
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.reporter import ConsoleReporter, Reporter
 from a3c.play import play
-from a3c.transport.messages import Transitions
 from lib.dqn import (
     AtariQ,
     MlpQ,

@@ -38,7 +38,7 @@ def run_steps(envs, accumulator, steps, value_of=None):
 
 
 def single(episode_length, truncate=False):
-    return sync_vector_env(lambda: CountingEnv(episode_length, truncate), 1)
+    return sync_vector_env([lambda: CountingEnv(episode_length, truncate)])
 
 
 def single_next_step(episode_length, truncate=False):

@@ -14,9 +14,9 @@ from a3c.algos.a3c.learner import (
     gradients_by_term,
     relu_activity,
 )
+from a3c.algos.payloads import Gradients, Transitions
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
 from a3c.schedules import parse_lr_schedule, scheduled
-from a3c.transport.messages import Gradients, Transitions
 from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from lib.loss import LossSettings
 from lib.models import MlpA2C
@@ -52,14 +52,14 @@ def test_non_finite_loss_is_refused_before_the_weights_change(bad_reward):
     assert not learner.optimizer.state  # Adam's moments were not touched either
 
 
-class CapturingChannel:
-    """Stands in for a child's channel: keeps what the child would send."""
+class CapturingOutbox:
+    """Stands in for a worker's outbox: keeps what the sender hands over."""
 
     def __init__(self):
         self.sent = []
 
-    def put_gradient(self, gradient, policy_version, transitions, loss):
-        self.sent.append((gradient.copy(), policy_version, transitions, loss))
+    def __call__(self, item):
+        self.sent.append((item.gradient.copy(), item.policy_version, item.transitions, item.loss))
         return True
 
 
@@ -67,8 +67,8 @@ def test_a_childs_gradient_equals_the_same_loss_computed_in_one_process():
     learner = make_learner()
     version = torch.tensor(3)
     config = toy_config(batch_size=4, gamma=0.9, entropy_beta=0.01)
-    channel = CapturingChannel()
-    sender = GradientSender(config, learner.net, version, channel, torch.device("cpu"))
+    channel = CapturingOutbox()
+    sender = GradientSender(config, learner.net, lambda: int(version), channel, torch.device("cpu"))
     batch = make_batch([1, 2, 3, 4], dones=[False, True, False, False], steps=[4, 4, 2, 4])
     assert sender.send(batch[:3]) and channel.sent == []  # not a full batch yet
     assert sender.send(batch[3:])

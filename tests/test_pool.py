@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from a3c.transport.messages import EpisodeEnded, Gradients, Transitions
+from a3c.algos.payloads import Gradients, Transitions
+from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied
 from lib.envs import describe_env
 from lib.experience import EpisodeResult

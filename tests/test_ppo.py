@@ -10,11 +10,11 @@ import torch
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
+from a3c.algos.payloads import Transitions
 from a3c.algos.ppo.learner import PPOLearner, in_sequence_order
 from a3c.config import make_config
 from a3c.play import play
 from a3c.settings import CPU_BF16
-from a3c.transport.messages import Transitions
 from lib.envs import describe_env
 from lib.experience import NStepAccumulator, TransitionBatch
 from lib.models import build_net

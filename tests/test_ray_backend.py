@@ -2,10 +2,10 @@
 the test creates (only loopback up, so Ray can reach no other address; unprivileged where
 user namespaces are allowed): actors on both nodes, a replacement on a full cluster,
 CartPole solved after a node is lost with blocks from the replacements, a hung actor
-replaced, DQN's blocks reaching the replay buffer, PPO solving CartPole, too few CPUs and other code on a node
-refused, a Ctrl-C or SIGTERM that stops every actor and the Ray the run started, and a
-resume (tests/ray_scenarios.py). Bad backend flags are one line and exit 2
-(tests/test_cli.py)."""
+replaced, DQN's blocks reaching the replay buffer, PPO solving CartPole, an algorithm's own
+columns reaching the learner, too few CPUs and other code on a node refused, a Ctrl-C or
+SIGTERM that stops every actor and the Ray the run started, and a resume
+(tests/ray_scenarios.py). Bad backend flags are one line and exit 2 (tests/test_cli.py)."""
 import pytest
 
 from a3c.algos import get_algorithm
@@ -85,6 +85,13 @@ def test_dqn_on_ray_fills_its_replay_buffer_and_learns_from_it(seen):
 def test_ppo_on_ray_solves_cartpole_from_rollouts_of_its_actors(seen):
     ppo = seen["cluster"]["ppo"]
     assert ppo["reason"] == "solved" and ppo["policy_lag"] > 0, ppo
+
+
+@pytest.mark.timeout(600)
+def test_an_algorithms_own_columns_reach_the_learner_from_ray_actors(seen):
+    columns = seen["cluster"]["columns"]  # tests/test_columns.py's algorithm, on two actors
+    assert columns["rows_wrong"] == 0 and columns["rows_checked"] == columns["transitions"] >= 2000, columns
+    assert columns["workers_seen"] == [0, 1], columns
 
 
 @pytest.mark.timeout(600)

@@ -14,6 +14,8 @@ import time
 import gymnasium as gym
 import numpy as np
 
+from lib.user_envs import register_env
+
 
 class CountingEnv(gym.Env):
     def __init__(self, episode_length: int = 5, truncate: bool = False, offset: int = 0):
@@ -43,7 +45,32 @@ class CountingEnv(gym.Env):
 
 
 gym.register("Counting-v0", entry_point=CountingEnv)
+
+
+class StepsEnv(gym.Env):
+    """Deterministic, as gymnasium's env checker wants: the observation is ``[t]``, acting at
+    step t pays t + 1, and the episode ends after ``length`` steps (its return is
+    ``length * (length + 1) / 2``); ``space`` replaces the observation space."""
+
+    def __init__(self, length: int = 3, space: gym.spaces.Box | None = None):
+        self.length = length
+        self.observation_space = space or gym.spaces.Box(0.0, 1e9, shape=(1,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([self.t], dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), float(self.t), self.t >= self.length, False, {}
 gym.register("CountingTruncated-v0", entry_point=CountingEnv, kwargs={"truncate": True})
+
+
+register_env("toy-steps", lambda config: StepsEnv(config.get("length", 3)))
+
 
 
 class CrashingEnv(CountingEnv):

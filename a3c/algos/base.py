@@ -5,7 +5,8 @@
   gives each env family (``family_defaults``) and which combinations it refuses (``check``);
   ``preflight`` asks the machine (memory, say) once, before any worker;
 - **acting** (in every worker, a child process or a Ray actor): its net, how the workers
-  choose actions and what they send (``acting_options``, ``make_sender``, ``slot_layout``),
+  choose actions, what they send as declared columns (``payload``, ``lib.columns``) and
+  how (``acting_options``, ``make_sender``),
   and how ``play`` and ``compute_action`` pick an action;
 - **learning** (in the learner only): ``make_learner`` gives the object that turns the
   workers' messages into optimizer steps and says what a checkpoint adds.
@@ -17,7 +18,7 @@ methods therefore import their modules when called.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from a3c.config import Config
     from a3c.lifecycle.reporter import Reporter
-    from a3c.transport.channel import ChildChannel, SlotLayout
+    from lib.columns import Payload
     from lib.envs import EnvInfo
     from lib.experience import TransitionBatch
 
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
 @dataclasses.dataclass(frozen=True)
 class NoSettings:
     """An algorithm without options of its own."""
+
+
+Outbox = Callable[[Any], bool]
+"""How a sender's item (what its algorithm's ``payload`` encodes) leaves the worker; False
+when the worker was told to stop meanwhile. The transport gives it; the sender never sees
+the transport."""
 
 
 class Sender(Protocol):
@@ -45,7 +52,7 @@ class Sender(Protocol):
     def policy_version(self) -> int: ...
 
     def send(self, batch: TransitionBatch) -> bool:
-        """Send (or use) ``batch``; False when the worker was told to stop meanwhile."""
+        """Send (or use) ``batch`` through the outbox; False when the worker was told to stop meanwhile."""
 
 
 class AlgorithmLearner(Protocol):
@@ -65,7 +72,7 @@ class AlgorithmLearner(Protocol):
         through ``reporter``."""
 
     def consume(self, message: Any, frame: int) -> list[Any]:
-        """One message of the workers (Transitions or Gradients): the steps it led to.
+        """One message of the workers, as the algorithm's payload decodes it: the steps it led to.
         ``frame`` is the trainer's count of env frames with this message's counted (a
         resumed run's from its checkpoint), for schedules that follow the frames."""
 
@@ -148,12 +155,12 @@ class Algorithm:
         it sends last states; by default it samples the policy and sends V(last state)."""
         return {"send_last_states": self.sends_last_states}
 
-    def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
-                    channel: ChildChannel) -> Sender:
-        """How a worker's transitions leave it; by default, as they are, through the slots."""
+    def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
+                    outbox: Outbox) -> Sender:
+        """How a worker's transitions leave it; by default, as they are, a batch a vector step."""
         from a3c.transport.worker import TransitionSender
 
-        return TransitionSender(net, version_counter, channel)
+        return TransitionSender(net, policy_version, outbox)
 
     def transitions_per_message(self, config: Config) -> int:
         """About how many transitions one worker message carries (sizes the queues)."""
@@ -164,17 +171,19 @@ class Algorithm:
         learner batches, so that collecting and learning overlap (sizes the queues)."""
         return 2 * config.batch_size
 
-    def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
-        """The shared-memory slots of one worker: room for the states of the most
-        transitions one vector step can emit (each agent's, in a multi-agent env), and their
-        last states if they travel."""
-        from a3c.transport.channel import SlotLayout, slots_per_child
+    def payload(self, config: Config, env_info: EnvInfo, net: nn.Module) -> Payload:
+        """The columns a worker's message holds and the most rows one holds: by default the
+        transitions ``VectorActor`` makes with this algorithm's ``acting_options``, as many as
+        one vector step can emit (each agent's, in a multi-agent env, or one row with all of
+        them where rows are joint). An algorithm that sends more declares it here
+        (``TransitionPayload.with_columns``)."""
+        from a3c.algos.payloads import TransitionPayload, transition_columns
 
-        rows = config.envs_per_process * config.reward_steps * max(1, len(env_info.agents))
-        if self.sends_last_states:
-            rows *= 2
-        return SlotLayout(env_info.observation_shape, env_info.observation_dtype, rows=rows,
-                          slots=slots_per_child(self, config))
+        options = self.acting_options(config, 0)
+        joint = options.get("joint_rows", False)
+        rows = config.envs_per_process * config.reward_steps * (1 if joint else max(1, len(env_info.agents)))
+        return TransitionPayload(transition_columns(env_info, options.get("send_last_states", False),
+                                                    options.get("send_log_probs", False), joint), rows)
 
     def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
         """The actions ``play`` and ``compute_action`` take given the net's first output."""

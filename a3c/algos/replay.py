@@ -11,7 +11,7 @@ import numpy as np
 from a3c.settings import option
 
 if TYPE_CHECKING:
-    from a3c.transport.messages import Transitions
+    from a3c.algos.payloads import Transitions
     from lib.experience import TransitionBatch
     from lib.replay import ReplayBuffer
 

@@ -14,7 +14,7 @@ from a3c.lifecycle.load import PROGRESS_FILE, LoadMeter
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.rollback import policy_locked
 from a3c.lifecycle.run import Run
-from a3c.transport.messages import EpisodeEnded, Gradients, Transitions, WorkerCrashed
+from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from a3c.transport.pool import WorkerDied, WorkerPool
 from lib.trackers import MeanTracker, ProgressReporter
 
@@ -84,8 +84,8 @@ class EventLoop:
         self.load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                          0.0, run.rewards.mean_reward)  # the zero point of the first rates
         self.handlers: dict[type, Callable[[Any, StepMeans], str | None]] = {
-            WorkerCrashed: self._on_crash, EpisodeEnded: self._on_episode,
-            Transitions: self._on_rows, Gradients: self._on_rows}
+            WorkerCrashed: self._on_crash, EpisodeEnded: self._on_episode}
+        """Any other message is rows for the learner, as its algorithm's payload decoded them."""
         self.timers = Timers()
         self.timers.every(self.config.save_every, save_checkpoint)
         self.timers.every(BEST_CHECK_SECONDS, save_best)
@@ -102,7 +102,7 @@ class EventLoop:
             message = None
         working_since = time.monotonic()
         self.load.waited(working_since - waiting_since)
-        reason = None if message is None else self.handlers[type(message)](message, step_means)
+        reason = None if message is None else self.handlers.get(type(message), self._on_rows)(message, step_means)
         self.load.worked(time.monotonic() - working_since)
         self.timers.run_due(time.monotonic())
         return reason
@@ -124,7 +124,8 @@ class EventLoop:
             callback.on_episode_end(self.trainer, message.episode)
         return "solved" if solved else None
 
-    def _on_rows(self, message: Transitions | Gradients, step_means: StepMeans) -> str | None:
+    def _on_rows(self, message: Any, step_means: StepMeans) -> str | None:
+        """A payload's message: it says how many ``transitions`` (agent steps) it carries."""
         run = self.run
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step

@@ -183,7 +183,7 @@ class Trainer:
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
         episodes = self.config.eval_episodes if episodes is None else episodes
-        env = make_env(self.config.env_id, screen_size=self.config.screen_size)
+        env = make_env(self.config.env_id, screen_size=self.config.screen_size, env_config=self.config.env_config)
         try:
             played = [play_episode(env, self._act_greedily, self.config.seed + 10_000 + index, DEFAULT_MAX_STEPS)
                       for index in range(episodes)]
@@ -238,7 +238,7 @@ class Trainer:
         """Give every env ``task`` through its ``set_task(task)``, to take effect at its next
         reset: curriculum learning. Children started later (restarts) get it too."""
         if self._task_settable is None:  # asked once: making an env can take a while
-            probe = make_env(self.config.env_id)
+            probe = make_env(self.config.env_id, env_config=self.config.env_config)
             self._task_settable = hasattr(probe.unwrapped, "set_task")
             probe.close()
         if not self._task_settable:

@@ -1,6 +1,7 @@
 """One child's way to the learner: small records through the shared bounded queue, and
-large arrays (the observation rows of transition batches, or a flat gradient) through
-preallocated shared-memory slots.
+the large columns its algorithm declared (observation rows, a flat gradient) through
+preallocated shared-memory slots. It knows the columns only as the ``lib.columns.Payload``
+declares them.
 
 Why slots (TorchBeast's idea): a Pong micro-batch holds ~0.2 MB of frames. Pickled through
 the queue's pipe it is copied on both sides, and a child killed while its feeder thread is
@@ -8,65 +9,32 @@ half-way through writing it leaves a torn message that blocks the learner's next
 Written into a slot it is one memcpy, and the queue carries only a few hundred bytes,
 which a single pipe write delivers whole or not at all.
 
-Each child has ``slots`` slots used round-robin and a semaphore counting the free ones:
-the child takes one before writing, the learner gives it back after copying the rows
-out. Messages from one child arrive in order, so slot ``i`` is only rewritten after the
-learner has read it.
+Each child has ``slots`` slots used round-robin (a shared tensor per large column, a row
+block per slot) and a semaphore counting the free ones: the child takes one before writing,
+the learner gives it back after copying the rows out. Messages from one child arrive in
+order, so slot ``i`` is only rewritten after the learner has read it.
 """
 from __future__ import annotations
 
 import os
 import queue
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-from a3c.transport.messages import Gradients, SlotGradients, SlotTransitions, Transitions
-from lib.experience import TransitionBatch
-
-if TYPE_CHECKING:
-    from a3c.algos.base import Algorithm
-    from a3c.config import Config
-    from lib.gradients import LossStats
+from a3c.transport.messages import SlotRows
+from lib.columns import Payload
 
 POLL_SECONDS = 0.1
 
 
-@dataclass(frozen=True)
-class SlotLayout:
-    """The shape of one child's slots: ``slots`` x ``rows`` x ``row_shape`` of ``dtype``."""
-
-    row_shape: tuple[int, ...]
-    """One observation, or (number of parameters,) for a flat gradient."""
-    dtype: str
-    rows: int
-    """Transitions: the most one vector step can emit (envs x reward steps), twice that
-    with last states; a flat gradient: 1."""
-    slots: int
-    """Messages with arrays a child may have in flight."""
-
-    def allocate(self) -> torch.Tensor:
-        dtype = torch.from_numpy(np.zeros(0, dtype=self.dtype)).dtype
-        return torch.zeros((self.slots, self.rows, *self.row_shape), dtype=dtype).share_memory_()
-
-
-def queue_capacity(algorithm: Algorithm, config: Config) -> int:
-    """Messages with arrays in flight over all children: ``--queue-size``, else enough for
-    the algorithm's ``rows_in_flight`` and two per child. Smaller and the learner waits on
-    children that wait on it: with fewer than a batch of transitions in flight, collecting
-    and learning take turns."""
-    if config.queue_size:
-        return config.queue_size
-    messages = -(-algorithm.rows_in_flight(config) // algorithm.transitions_per_message(config))
-    return max(2 * config.processes, messages)
-
-
-def slots_per_child(algorithm: Algorithm, config: Config) -> int:
-    """Messages with arrays one child may have in flight: its share of the queue, at least one."""
-    return max(1, -(-queue_capacity(algorithm, config) // config.processes))
+def allocate_slots(payload: Payload, slots: int) -> dict[str, torch.Tensor]:
+    """Shared memory for one child: ``slots`` x ``payload.max_rows`` rows of each large column."""
+    return {column.name: torch.zeros((slots, payload.max_rows, *column.shape),
+                                     dtype=torch.from_numpy(np.zeros(0, dtype=column.dtype)).dtype).share_memory_()
+            for column in payload.large}
 
 
 class ChildChannel:
@@ -76,15 +44,19 @@ class ChildChannel:
     stop, or orphaned, never waits on a learner that has stopped reading.
     """
 
-    def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any,
-                 slots: torch.Tensor, free_slots: Any, wait_seconds: torch.Tensor, tasks: Any):
+    def __init__(self, worker_id: int, incarnation: int, messages: Any, stop_event: Any, payload: Payload,
+                 slots: dict[str, torch.Tensor], slot_count: int, free_slots: Any, wait_seconds: torch.Tensor,
+                 tasks: Any):
         self.worker_id = worker_id
+        self.payload = payload
         self.incarnation = incarnation
         self.messages = messages
         self.tasks = tasks
         """The other way, learner to child: env tasks (curriculum), rare and small."""
         self.stop_event = stop_event
         self.slots = slots
+        """Each large column's shared rows: ``slot_count`` x max rows x the row's shape."""
+        self.slot_count = slot_count
         self.free_slots = free_slots
         self.wait_seconds = wait_seconds
         """Shared: seconds this child spent blocked on a full channel, for the benchmark."""
@@ -135,31 +107,23 @@ class ChildChannel:
                 break
         return task
 
-    def put_transitions(self, batch: TransitionBatch) -> bool:
-        """Write ``batch.states`` (and ``batch.last_states``, if any) into the next slot and
-        send the other columns; False if stopped or orphaned."""
-        observations = [batch.states] if batch.last_states is None else [batch.states, batch.last_states]
-        slot = self._fill_slot(observations)
+    def put_item(self, item: Any) -> bool:
+        """Encode ``item`` as the payload declares, write its large columns into the next slot
+        and send the rest; False if stopped or orphaned. PayloadError for columns that do not
+        match the declaration."""
+        columns, meta = self.payload.encode(item)
+        self.payload.checked(columns)
+        large = {column.name for column in self.payload.large}
+        slot = self._fill_slot({name: array for name, array in columns.items() if name in large})
         if slot is None:
             return False
-        return self.put(SlotTransitions(self.worker_id, slot, batch.small_columns(),
-                                        with_last_states=batch.last_states is not None))
+        rows = len(next(iter(columns.values())))
+        small = {name: array for name, array in columns.items() if name not in large}
+        return self.put(SlotRows(self.worker_id, slot, rows, small, meta))
 
-    def put_gradient(self, gradient: np.ndarray, policy_version: int, transitions: int,
-                     loss: LossStats) -> bool:
-        """Write a flat gradient into the next slot and send its record; False if stopped or orphaned."""
-        slot = self._fill_slot([gradient[None]])
-        if slot is None:
-            return False
-        return self.put(SlotGradients(self.worker_id, slot, policy_version,
-                                      transitions, loss))
-
-    def _fill_slot(self, parts: list[np.ndarray]) -> int | None:
-        """Wait for a free slot and copy the rows of ``parts`` into it, one after the other;
-        None if stopped or orphaned first."""
-        rows = sum(len(part) for part in parts)
-        if rows > self.slots.shape[1]:
-            raise ValueError(f"{rows} rows do not fit a slot of {self.slots.shape[1]}")
+    def _fill_slot(self, large: dict[str, np.ndarray]) -> int | None:
+        """Wait for a free slot and copy each large column's rows into it; None if stopped or
+        orphaned first."""
         if not self.free_slots.acquire(block=False):
             started = time.monotonic()
             try:
@@ -169,27 +133,15 @@ class ChildChannel:
             finally:
                 self.wait_seconds += time.monotonic() - started
         slot = self._next_slot
-        self._next_slot = (slot + 1) % self.slots.shape[0]
-        start = 0
-        for part in parts:
-            self.slots[slot, start:start + len(part)] = torch.from_numpy(part)
-            start += len(part)
+        self._next_slot = (slot + 1) % self.slot_count
+        for name, array in large.items():
+            self.slots[name][slot, :len(array)] = torch.from_numpy(array)
         return slot
 
     # learner side
-    def take(self, message: SlotTransitions | SlotGradients) -> Transitions | Gradients:
-        """Copy the arrays out of the message's slot, free the slot, and complete the message."""
-        if isinstance(message, SlotGradients):
-            gradient = self._read_slot(message.slot, 1)[0]
-            return Gradients(message.worker_id, gradient, message.policy_version,
-                             message.transitions, message.loss)
-        rows = len(message.columns["actions"])
-        observations = self._read_slot(message.slot, 2 * rows if message.with_last_states else rows)
-        last_states = observations[rows:] if message.with_last_states else None
-        return Transitions(message.worker_id, TransitionBatch(
-            states=observations[:rows], last_states=last_states, **message.columns))
-
-    def _read_slot(self, slot: int, rows: int) -> np.ndarray:
-        copied = self.slots[slot, :rows].numpy().copy()
+    def take(self, message: SlotRows) -> Any:
+        """Copy the large columns out of the message's slot, free the slot, and decode the
+        message as the payload declares."""
+        columns = {name: slots[message.slot, :message.rows].numpy().copy() for name, slots in self.slots.items()}
         self.free_slots.release()
-        return copied
+        return self.payload.decode(self.worker_id, columns | message.columns, message.meta)

@@ -17,6 +17,8 @@ import abc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lib.user_envs import shipped_creators
+
 if TYPE_CHECKING:
     import torch
     from torch import nn
@@ -48,6 +50,23 @@ class WorkerInfo:
     exitcode: int | None
 
 
+def queue_capacity(algorithm: Algorithm, config: Config) -> int:
+    """Messages in flight over all workers, on either backend: ``--queue-size``, else enough for
+    the algorithm's ``rows_in_flight`` and two per worker. Smaller and the learner waits on
+    workers that wait on it: with fewer than a batch of transitions in flight, collecting
+    and learning take turns."""
+    if config.queue_size:
+        return config.queue_size
+    messages = -(-algorithm.rows_in_flight(config) // algorithm.transitions_per_message(config))
+    return max(2 * config.processes, messages)
+
+
+def messages_per_worker(algorithm: Algorithm, config: Config) -> int:
+    """Messages one worker may have in flight: its share of ``queue_capacity``, at least one
+    (a child's slots; a Ray actor's vector steps over its blocks in flight)."""
+    return max(1, -(-queue_capacity(algorithm, config) // config.processes))
+
+
 def child_seed(base_seed: int, worker_id: int, incarnation: int) -> int:
     """Each child its own seed stream; a restarted child moves one step along its stream."""
     return base_seed + 1000 * (worker_id + 1) + incarnation
@@ -65,14 +84,16 @@ class WorkerPool(abc.ABC):
         self.net = net
         self.version_counter = version_counter
         self.base_seed = base_seed
+        self.user_envs = shipped_creators()
+        """The creators registered with ``register_env``, for workers that never ran the user's script."""
 
     @abc.abstractmethod
     def start(self) -> None: ...
 
     @abc.abstractmethod
     def get(self, timeout: float = 1.0) -> Any | None:
-        """The next message (Transitions, Gradients, EpisodeEnded, WorkerCrashed of an
-        earlier incarnation), or None after ``timeout`` seconds without one; WorkerDied."""
+        """The next message (what the algorithm's payload decodes, EpisodeEnded, WorkerCrashed
+        of an earlier incarnation), or None after ``timeout`` seconds without one; WorkerDied."""
 
     @abc.abstractmethod
     def restart(self, worker_id: int) -> None:

@@ -24,9 +24,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.multiprocessing as mp
 
-from a3c.transport.channel import ChildChannel, queue_capacity
-from a3c.transport.messages import SlotGradients, SlotTransitions, WorkerCrashed
-from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
+from a3c.transport.channel import ChildChannel, allocate_slots
+from a3c.transport.messages import SlotRows, WorkerCrashed
+from a3c.transport.pool import (
+    WorkerDied,
+    WorkerInfo,
+    WorkerPool,
+    child_seed,
+    messages_per_worker,
+    queue_capacity,
+)
 from a3c.transport.worker import worker_main
 
 if TYPE_CHECKING:
@@ -66,15 +73,15 @@ class ProcessPool(WorkerPool):
         processes = config.processes
         self._context = mp.get_context("spawn")
         self._args = (algorithm, config, net, version_counter)
-        slot_layout = algorithm.slot_layout(config, env_info, net)
+        self._payload = algorithm.payload(config, env_info, net)
         capacity = queue_capacity(algorithm, config)
         self._queue_capacity = math.ceil(capacity / processes)
         self._queues: list = [None] * processes
         self._next_queue = 0
         self._salvaged: collections.deque = collections.deque()
         self.stop_event = self._context.Event()
-        self._slot_layout = slot_layout
-        self._slots = [slot_layout.allocate() for _ in range(processes)]
+        self._slot_count = messages_per_worker(algorithm, config)
+        self._slots = [allocate_slots(self._payload, self._slot_count) for _ in range(processes)]
         self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
                               for _ in range(processes)]
         self._channels: list[ChildChannel | None] = [None] * processes
@@ -95,13 +102,14 @@ class ProcessPool(WorkerPool):
         self._tasks[worker_id] = self._context.Queue()
         if self._env_task is not None:
             self._tasks[worker_id].put(self._env_task)
-        channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event,
-                               self._slots[worker_id],
-                               self._context.BoundedSemaphore(self._slot_layout.slots),
+        channel = ChildChannel(worker_id, incarnation, self._queues[worker_id], self.stop_event, self._payload,
+                               self._slots[worker_id], self._slot_count,
+                               self._context.BoundedSemaphore(self._slot_count),
                                self._wait_seconds[worker_id], self._tasks[worker_id])
         process = self._context.Process(
             target=worker_main, name=f"a3c-worker-{worker_id}", daemon=True,
-            args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation)),
+            args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation),
+                  self.user_envs),
         )
         with _main_script_left_out():
             process.start()
@@ -123,7 +131,7 @@ class ProcessPool(WorkerPool):
             process.join(timeout=5.0)
         if process.exitcode is not None and process.exitcode >= 0:
             self._salvaged.extend(message for message in self._drain(self._queues[worker_id])
-                                  if not isinstance(message, (SlotTransitions, SlotGradients)))
+                                  if not isinstance(message, SlotRows))
         self._discard_queue(self._queues[worker_id])
         self._discard_queue(self._tasks[worker_id])
         self._incarnations[worker_id] += 1
@@ -164,7 +172,7 @@ class ProcessPool(WorkerPool):
             self.check_alive()
             return None
         # a dead child's slot records went with its queue, so every slot record is current
-        if isinstance(message, (SlotTransitions, SlotGradients)):
+        if isinstance(message, SlotRows):
             return self._channels[message.worker_id].take(message)
         if isinstance(message, WorkerCrashed) and message.incarnation == self._incarnations[message.worker_id]:
             process = self._processes[message.worker_id]

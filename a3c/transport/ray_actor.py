@@ -1,6 +1,8 @@
 """The acting side of the Ray backend: what runs on every node. A rollout actor holds its
-own CPU copy of the net and its envs and steps them with the same code as a child process
-(``make_vector_actor``); it imports neither the learner nor the trainer."""
+own CPU copy of the net and its envs and steps them with the same code and the same
+algorithm sender as a child process (``make_vector_actor``, ``make_sender``); what the sender
+hands over leaves as the columns its algorithm's payload declares. It imports neither the
+learner nor the trainer."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,10 +14,12 @@ import numpy as np
 import torch
 
 from a3c.algos.base import net_settings
-from a3c.transport.channel import slots_per_child
+from a3c.transport.pool import messages_per_worker
 from a3c.transport.worker import make_vector_actor
+from lib.columns import concatenate_columns
 from lib.denormals import flush_denormals
-from lib.experience import EpisodeResult, TransitionBatch
+from lib.experience import EpisodeResult
+from lib.user_envs import install_creators
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm
@@ -31,14 +35,16 @@ def block_steps(algorithm: Algorithm, config: Config) -> int:
     """Vector steps an actor takes per call: its share of the process backend's queue, split
     over ``BLOCKS_IN_FLIGHT`` blocks, so that the learner trains on transitions no older than
     with processes: larger blocks raise the policy lag (docs/scaling.md)."""
-    return max(1, slots_per_child(algorithm, config) // BLOCKS_IN_FLIGHT)
+    return max(1, messages_per_worker(algorithm, config) // BLOCKS_IN_FLIGHT)
 
 
 @dataclass
 class Block:
     """What one call of an actor returns."""
 
-    batch: TransitionBatch | None
+    items: list[tuple[dict[str, np.ndarray], Any]]
+    """What the sender handed over, as the payload's columns and meta; items without meta
+    (transitions) joined into one."""
     episodes: list[EpisodeResult]
     idle_seconds: float
     """Time the actor sat without a call before this one: it waited on the learner."""
@@ -66,8 +72,9 @@ class RolloutActor:
     a child process."""
 
     def __init__(self, worker_id: int, algorithm: Algorithm, config: Config, env_info: EnvInfo, seed: int,
-                 board: Any):
+                 board: Any, user_envs: bytes | None = None):
         torch.set_num_threads(1)
+        install_creators(user_envs)
         flush_denormals()
         torch.manual_seed(seed)
         config = dataclasses.replace(config, cuda=False)  # actors act on their node's CPU
@@ -75,7 +82,11 @@ class RolloutActor:
         self.net = algorithm.build_net(env_info, net_settings(config))
         self.version = -1
         self._pull_weights()
-        self.actor = make_vector_actor(algorithm, config, self.net, lambda: self.version, seed, worker_id)
+        self.payload = algorithm.payload(config, env_info, self.net)
+        self._items: list[tuple[dict[str, np.ndarray], Any]] = []
+        self.sender = algorithm.make_sender(config, self.net, lambda: self.version, self._hand_over)
+        self.actor = make_vector_actor(algorithm, config, self.sender.acting_net, self.sender.policy_version, seed,
+                                       worker_id)
         self.steps = block_steps(algorithm, config)
         self._idle_since = time.monotonic()
         import ray
@@ -91,6 +102,19 @@ class RolloutActor:
             self.net.load_state_dict({name: torch.from_numpy(np.array(array)) for name, array in arrays.items()})
             self.version = version
 
+    def _hand_over(self, item: Any) -> bool:
+        """The sender's outbox: encode and check ``item`` as the payload declares, keep it for the block."""
+        columns, meta = self.payload.encode(item)
+        self._items.append((dict(self.payload.checked(columns)), meta))
+        return True
+
+    def _block_items(self) -> list[tuple[dict[str, np.ndarray], Any]]:
+        """The items of this call, those without meta joined into one set of columns."""
+        items, self._items = self._items, []
+        plain = [columns for columns, meta in items if meta is None]
+        joined = [(concatenate_columns(plain), None)] if plain else []
+        return joined + [(columns, meta) for columns, meta in items if meta is not None]
+
     def ready(self) -> bool:
         """Answers once the actor is built: its envs made, its weights fetched."""
         return True
@@ -101,11 +125,11 @@ class RolloutActor:
         self._pull_weights()
         if task is not None:
             self.actor.set_task(task)
-        batches, episodes = [], []
+        episodes = []
         for _ in range(self.steps):
             step = self.actor.step()
             if step.batch is not None:
-                batches.append(step.batch)
+                self.sender.send(step.batch)
             episodes += step.episodes
         self._idle_since = time.monotonic()
-        return Block(TransitionBatch.concatenate(batches) if batches else None, episodes, idle, self.node_id)
+        return Block(self._block_items(), episodes, idle, self.node_id)

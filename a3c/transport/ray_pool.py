@@ -27,10 +27,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from a3c.settings import ConfigError
-from a3c.transport.messages import EpisodeEnded, Transitions
+from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard
 from a3c.transport.ray_cluster import (
@@ -61,6 +62,7 @@ class RayWorkerPool(WorkerPool):
     def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
                  version_counter: torch.Tensor, base_seed: int):
         super().__init__(algorithm, config, env_info, net, version_counter, base_seed)
+        self._payload = algorithm.payload(config, env_info, net)
         self._actors: list[Any] = [None] * config.processes
         self._nodes: list[str | None] = [None] * config.processes
         """The node each actor's last block came from."""
@@ -120,7 +122,7 @@ class RayWorkerPool(WorkerPool):
         actor = self._actor_class.options(
             num_cpus=1, resources=resources, max_restarts=0,
             scheduling_strategy=self._placement(worker_id, avoid),
-        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board)
+        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board, self.user_envs)
         self._actors[worker_id] = actor
         self._building[actor.ready.remote()] = worker_id
         self._started_at[worker_id], self._last_block_at[worker_id] = time.monotonic(), None
@@ -170,7 +172,7 @@ class RayWorkerPool(WorkerPool):
         self._published = version
 
     def get(self, timeout: float = 1.0) -> Any | None:
-        """The next message (Transitions or EpisodeEnded), or None after ``timeout`` seconds
+        """The next message (what the payload decodes, or EpisodeEnded), or None after ``timeout`` seconds
         without one; WorkerDied when an actor's call failed (the actor, or its node, is gone)."""
         import ray
 
@@ -190,8 +192,9 @@ class RayWorkerPool(WorkerPool):
         self._last_block_at[worker_id] = time.monotonic()
         self._nodes[worker_id] = block.node_id
         self._idle_seconds += block.idle_seconds
-        if block.batch is not None:  # copied out of the object store, which it would keep pinned
-            self._ready.append(Transitions(worker_id, block.batch.copy()))
+        for columns, meta in block.items:  # copied out of the object store, which it would keep pinned
+            self._ready.append(self._payload.decode(worker_id, {name: np.array(array) for name, array in columns.items()},
+                                                    meta))
         self._ready.extend(EpisodeEnded(worker_id, episode) for episode in block.episodes)
         return self._ready.popleft() if self._ready else None
 

@@ -18,20 +18,21 @@ from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.experience import TransitionBatch
+from lib.user_envs import install_creators
 
 if TYPE_CHECKING:
-    from a3c.algos.base import Algorithm
+    from a3c.algos.base import Algorithm, Outbox
     from a3c.config import Config
 
 
 def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Module,
-                version_counter: torch.Tensor, channel: ChildChannel, seed: int) -> None:
+                version_counter: torch.Tensor, channel: ChildChannel, seed: int, user_envs: bytes | None) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
     the learner sets the stop event, so a half-written queue message never happens on a signal.
     A child whose learner died without setting it (SIGKILL) leaves too, dropping what its
-    queue still holds.
+    queue still holds. ``user_envs`` are the creators registered in the learner.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -39,6 +40,7 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
     keep_freed_memory()
     flush_denormals()
     try:
+        install_creators(user_envs)
         collect(algorithm, config, net, version_counter, channel, seed)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
         channel.put(WorkerCrashed(worker_id, channel.incarnation, traceback.format_exc()))
@@ -54,16 +56,13 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
 class TransitionSender:
     """Act with the shared net, send every micro-batch of transitions as it comes."""
 
-    def __init__(self, net: nn.Module, version_counter: torch.Tensor, channel: ChildChannel):
+    def __init__(self, net: nn.Module, policy_version: Callable[[], int], outbox: Outbox):
         self.acting_net = net
-        self.version_counter = version_counter
-        self.channel = channel
-
-    def policy_version(self) -> int:
-        return int(self.version_counter)
+        self.policy_version = policy_version
+        self.outbox = outbox
 
     def send(self, batch: TransitionBatch) -> bool:
-        return self.channel.put_transitions(batch)
+        return self.outbox(batch)
 
 
 def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
@@ -71,6 +70,7 @@ def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
     """Child ``worker_id``'s envs and acting, on either backend."""
     return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
                        policy_version, seed, config.bf16, config.clip_rewards, config.screen_size,
+                       env_config=config.env_config, worker_index=worker_id,
                        **algorithm.acting_options(config, worker_id))
 
 
@@ -79,7 +79,7 @@ def collect(algorithm: Algorithm, config: Config, net: nn.Module, version_counte
     """Act and send the transitions (or what the algorithm makes of them) and finished
     episodes until told to stop or orphaned."""
     torch.manual_seed(seed)
-    sender = algorithm.make_sender(config, net, version_counter, channel)
+    sender = algorithm.make_sender(config, net, lambda: int(version_counter), channel.put_item)
     actor = make_vector_actor(algorithm, config, sender.acting_net, sender.policy_version, seed,
                               channel.worker_id)
     try:

@@ -5,7 +5,7 @@ policy-gradient, value and entropy terms."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.a3c.settings import (
@@ -19,7 +19,7 @@ from a3c.algos.a3c.settings import (
     importance_weighted,
 )
 from a3c.algos.actor_critic import ActorCritic
-from a3c.algos.base import Sender
+from a3c.algos.base import Outbox, Sender
 from a3c.schedules import parse_lr_schedule
 from a3c.settings import CORES, ConfigError
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.a3c.learner import A3CLearner
     from a3c.config import Config
-    from a3c.transport.channel import ChildChannel, SlotLayout
+    from lib.columns import Payload
     from lib.envs import EnvInfo
 
 
@@ -98,26 +98,24 @@ class A3C(ActorCritic):
         return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda,
                 "send_log_probs": importance_weighted(config)}
 
-    def make_sender(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
-                    channel: ChildChannel) -> Sender:
+    def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
+                    outbox: Outbox) -> Sender:
         if config.mode != "grads":
-            return super().make_sender(config, net, version_counter, channel)
+            return super().make_sender(config, net, policy_version, outbox)
         from a3c.algos.a3c.acting import GradientSender
 
-        return GradientSender(config, net, version_counter, channel, next(net.parameters()).device)
+        return GradientSender(config, net, policy_version, outbox, next(net.parameters()).device)
 
     def transitions_per_message(self, config: Config) -> int:
         return config.batch_size if config.mode == "grads" else config.envs_per_process
 
-    def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
-        """Grads mode: one flat gradient a slot."""
+    def payload(self, config: Config, env_info: EnvInfo, net: nn.Module) -> Payload:
+        """Grads mode: one flat gradient a message."""
         if config.mode != "grads":
-            return super().slot_layout(config, env_info, net)
-        from a3c.transport.channel import SlotLayout, slots_per_child
+            return super().payload(config, env_info, net)
+        from a3c.algos.payloads import GradientPayload
 
-        parameters = sum(parameter.numel() for parameter in net.parameters())
-        return SlotLayout((parameters,), "float32", rows=1,
-                          slots=slots_per_child(self, config))
+        return GradientPayload(sum(parameter.numel() for parameter in net.parameters()))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> A3CLearner:

@@ -3,13 +3,15 @@ transitions and sends the gradients."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from a3c.algos.a3c.settings import importance_weighted
-from a3c.transport.channel import ChildChannel
+from a3c.algos.base import Outbox
+from a3c.algos.payloads import GradientItem
 from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import flat_gradients, loss_gradients
@@ -30,12 +32,12 @@ class GradientSender:
     """Grads mode: act with a private copy of the net, compute the loss gradient on each
     ``batch_size`` transitions, send it, then copy the shared weights again."""
 
-    def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
-                 channel: ChildChannel, device: torch.device):
+    def __init__(self, config: Config, net: nn.Module, shared_version: Callable[[], int],
+                 outbox: Outbox, device: torch.device):
         self.loss_settings = loss_settings(config)
         self.shared_net = net
-        self.version_counter = version_counter
-        self.channel = channel
+        self.shared_version = shared_version
+        self.outbox = outbox
         self.device = device
         self.acting_net = copy.deepcopy(net)
         self.buffer = TransitionBuffer(config.batch_size)
@@ -43,7 +45,7 @@ class GradientSender:
         self._pull_weights()
 
     def _pull_weights(self) -> None:
-        self._version = int(self.version_counter)  # read first: the copy is at least this new
+        self._version = self.shared_version()  # read first: the copy is at least this new
         self.acting_net.load_state_dict(self.shared_net.state_dict())
 
     def policy_version(self) -> int:
@@ -53,8 +55,8 @@ class GradientSender:
         self.buffer.add(batch)
         while (transitions := self.buffer.pop_batch()) is not None:
             loss = loss_gradients(self.acting_net, transitions, self.loss_settings, self.device)
-            sent = self.channel.put_gradient(flat_gradients(self.acting_net), self._version,
-                                             len(transitions), loss)
+            sent = self.outbox(GradientItem(flat_gradients(self.acting_net), self._version, len(transitions),
+                                            loss))
             if not sent:
                 return False
             self._pull_weights()

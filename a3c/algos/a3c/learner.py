@@ -18,9 +18,9 @@ from torch import nn
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
+    from a3c.algos.payloads import Gradients, Transitions
     from a3c.config import Config
     from a3c.lifecycle.reporter import Reporter
-    from a3c.transport.messages import Gradients, Transitions
 
 from a3c.algos.a3c.acting import loss_settings
 from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr

@@ -26,9 +26,9 @@ from lib.replay import ReplayBuffer
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
+    from a3c.algos.payloads import Transitions
     from a3c.config import Config
     from a3c.lifecycle.reporter import Reporter
-    from a3c.transport.messages import Transitions
     from lib.envs import EnvInfo
 
 

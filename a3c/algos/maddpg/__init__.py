@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
     from a3c.algos.maddpg.learner import MADDPGLearner
     from a3c.config import Config
-    from a3c.transport.channel import SlotLayout
     from lib.envs import EnvInfo
 
 
@@ -58,13 +57,6 @@ class MADDPG(Algorithm):
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "joint_rows": True}
-
-    def slot_layout(self, config: Config, env_info: EnvInfo, net: nn.Module) -> SlotLayout:
-        """A row per env step, holding every agent's observation; its last states after."""
-        from a3c.transport.channel import SlotLayout, slots_per_child
-
-        return SlotLayout((len(env_info.agents), *env_info.observation_shape), env_info.observation_dtype,
-                          rows=2 * config.envs_per_process, slots=slots_per_child(self, config))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> MADDPGLearner:

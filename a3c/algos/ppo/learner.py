@@ -24,9 +24,9 @@ from lib.ppo_loss import PPOLossSettings, ppo_loss
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
+    from a3c.algos.payloads import Transitions
     from a3c.config import Config
     from a3c.lifecycle.reporter import Reporter
-    from a3c.transport.messages import Transitions
 
 
 @dataclass

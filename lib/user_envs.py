@@ -1,0 +1,73 @@
+"""Envs a user registers by name with a creator, as RLlib has it:
+``register_env("my_env", lambda config: MyEnv(config))``. The creator gets the run's
+``env_config`` as an ``EnvContext``: the dict itself, plus which worker and which of its
+envs is being made, so that the same env class runs with other settings in every worker.
+
+A registered name is a gymnasium id as well (``gymnasium.make`` finds it), so everything
+that makes envs by id makes these. Workers are spawned processes or Ray actors that never
+ran the user's script: the pool ships the creators to them pickled by value (cloudpickle,
+which gymnasium depends on), so a lambda or a class defined in ``__main__`` works there too.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import cloudpickle
+import gymnasium as gym
+
+_CREATORS: dict[str, Callable[[EnvContext], gym.Env]] = {}
+
+
+class EnvContext(dict):
+    """The run's ``env_config`` as the creator sees it: a dict, with the worker's index and
+    the env's index among that worker's envs (``worker_index``, ``vector_index``)."""
+
+    def __init__(self, env_config: Mapping[str, Any] | None = None, worker_index: int = 0, vector_index: int = 0):
+        super().__init__(env_config or {})
+        self.worker_index = worker_index
+        self.vector_index = vector_index
+
+
+class _Created:
+    """The gymnasium entry point of a registered name: calls its creator with the context."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, env_config: EnvContext | None = None, **unexpected: Any) -> gym.Env:
+        if unexpected:
+            raise TypeError(f"{self.name} is made by its creator from env_config alone, not from "
+                            f"{sorted(unexpected)}")
+        env = _CREATORS[self.name](env_config if env_config is not None else EnvContext())
+        if not isinstance(env, gym.Env):
+            raise TypeError(f"the creator registered as {self.name!r} returned {type(env).__name__}, "
+                            "not a gymnasium.Env")
+        return env
+
+
+def register_env(name: str, creator: Callable[[EnvContext], gym.Env]) -> None:
+    """Make ``name`` an env id whose envs ``creator(env_config)`` returns; registering a name
+    again replaces its creator."""
+    if not callable(creator):
+        raise TypeError(f"register_env({name!r}, ...) needs a callable creator, got {type(creator).__name__}")
+    _CREATORS[name] = creator
+    gym.envs.registration.registry.pop(name, None)
+    gym.register(id=name, entry_point=_Created(name))
+
+
+def is_user_env(env_id: str) -> bool:
+    """True for a name given to ``register_env``."""
+    return env_id in _CREATORS
+
+
+def shipped_creators() -> bytes | None:
+    """Every registered creator, pickled by value for the workers; None when there is none."""
+    return cloudpickle.dumps(dict(_CREATORS)) if _CREATORS else None
+
+
+def install_creators(shipped: bytes | None) -> None:
+    """In a worker: register what ``shipped_creators`` packed in the learner."""
+    if shipped is not None:
+        for name, creator in cloudpickle.loads(shipped).items():
+            register_env(name, creator)
