@@ -13,9 +13,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from lib.distributions import policy_distribution
 from lib.envs import make_vector_env
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
-from lib.models import evaluate, sample_actions
+from lib.models import evaluate
 from lib.multiagent import joint_transitions
 
 
@@ -35,6 +36,8 @@ class VectorActor:
     V(last state) for the transitions that end on these observations, so the learner needs
     no second forward pass and last states never travel between processes. ``bf16`` runs it
     under bfloat16 autocast (``evaluate``); ``clip_rewards`` trains on the rewards' signs.
+    Actions are sampled from the net's ``distribution``; a Box action space's are clipped to
+    its bounds for the envs, while the rows keep the actions as drawn.
     An off-policy learner gives ``choose_actions`` (epsilon-greedy on Q-values instead of
     sampling the policy) and ``send_last_states``: it bootstraps from the last states with
     its own networks at training time, so the actor's values are not sent. A rollout
@@ -53,13 +56,14 @@ class VectorActor:
     def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
                  clip_rewards: bool = False, screen_size: int | None = None,
-                 choose_actions: Callable[[torch.Tensor], torch.Tensor] = sample_actions,
+                 choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
-        self.choose_actions = choose_actions
+        self.distribution = policy_distribution(net)
+        self.choose_actions = choose_actions or self.distribution.sample
         self.send_last_states = send_last_states
         self.policy_version = policy_version
         self.bf16 = bf16
@@ -82,11 +86,11 @@ class VectorActor:
         chosen = self.choose_actions(self._logits)
         log_probs = None
         if self.send_log_probs:
-            all_log_probs = torch.log_softmax(self._logits.float(), dim=1)
-            log_probs = all_log_probs.gather(1, chosen.unsqueeze(1)).squeeze(1).cpu().numpy()
+            log_probs = self.distribution.log_prob(self._logits.float(), chosen).cpu().numpy()
         actions = chosen.cpu().numpy()
         policy_version = self._logits_policy_version
-        next_observations, rewards, terminated, truncated, infos = self.envs.step(actions)
+        next_observations, rewards, terminated, truncated, infos = self.envs.step(
+            self.distribution.env_actions(actions))
         self._logits_policy_version = self.policy_version()
         self._logits, next_values = self._evaluate(next_observations)
         if self.send_last_states:  # an off-policy learner bootstraps from them with its own nets

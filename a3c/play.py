@@ -23,6 +23,7 @@ from a3c.algos import get_algorithm
 from a3c.algos.base import Algorithm
 from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
+from lib.distributions import policy_distribution
 from lib.envs import EnvError, describe_env, make_env
 from lib.models import evaluate
 from lib.multiagent import is_multiagent
@@ -109,10 +110,11 @@ def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarra
                    greedy: bool) -> np.ndarray:
     """The actions ``net`` takes on a batch of raw env observations, on the net's device, as
     ``algorithm`` plays: sampled from the policy or its most probable ones (a Q-network's
-    greedy ones always)."""
+    greedy ones always), within a Box action space's bounds."""
     device = next(net.parameters()).device
-    logits, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
-    return algorithm.play_actions(logits, greedy).cpu().numpy()
+    head, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
+    distribution = policy_distribution(net)
+    return distribution.env_actions(algorithm.play_actions(head, greedy, distribution).cpu().numpy())
 
 
 def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, greedy: bool) -> int | np.ndarray:

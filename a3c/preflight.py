@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from a3c.algos import get_algorithm
+from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
 from a3c.settings import ConfigError
 from lib.envs import EnvError, EnvInfo, describe_env, make_env, registered_by_user
@@ -36,7 +36,12 @@ def preflight(config: Config) -> EnvInfo:
             parse_policy_mapping(config.policies, env_info.agents)
         except PolicyMappingError as exc:
             raise ConfigError(str(exc)) from exc
-    get_algorithm(config.algo).preflight(config, env_info)
+    algorithm = get_algorithm(config.algo)
+    if env_info.continuous and not algorithm.box_actions:
+        boxed = ", ".join(name for name in algorithm_names() if get_algorithm(name).box_actions)
+        raise ConfigError(f"--algo {config.algo} takes Discrete actions and {config.env_id}'s are a Box; "
+                          f"--algo {boxed} take Box actions")
+    algorithm.preflight(config, env_info)
     if config.cuda:
         import torch
 

@@ -140,7 +140,7 @@ def _cartpole_section(cartpole: dict, title: str = "CartPole-v1 to the 475 bound
             f" at most: {peer} did not solve every seed within its limit, so its median time is"
             " at least the one shown")
         lines += ["", f"Median time ratio, this trainer / SB3: **{cartpole['time_ratio']:.2f}**{bound}."]
-    lines += ["", f"CPU steal during the CartPole runs: {_share(cartpole.get('cpu_steal'))}."]
+    lines += ["", f"CPU steal during these runs: {_share(cartpole.get('cpu_steal'))}."]
     if image is None:
         return [*lines, ""]
     return [*lines, "", f"![CartPole mean-100 reward against wall time]({image})", ""]
@@ -279,6 +279,13 @@ def ppo_report(results: dict) -> str:
 def _ppo_section(ppo: dict) -> list[str]:
     return _cartpole_section(ppo, "`--algo ppo` against SB3 PPO: CartPole-v1 to 475", "SB3 PPO (RL zoo)",
                              image=None)
+
+
+def box_report(results: dict) -> str:
+    return "\n".join([*_header("Box actions: --algo ppo against SB3 PPO on Pendulum-v1", results),
+                      *_cartpole_section(results["box"], "`--algo ppo --preset box --gamma 0.9` against SB3 PPO "
+                                         "(RL zoo, gSDE): Pendulum-v1 to a mean-100 of -200", "SB3 PPO (RL zoo)",
+                                         image=None)])
 
 
 def multiagent_report(results: dict) -> str:

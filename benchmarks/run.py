@@ -44,6 +44,7 @@ from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
+    box_report,
     dqn_report,
     markdown_report,
     multiagent_report,
@@ -59,6 +60,10 @@ from benchmarks.window import ROOT, run_trainer_window
 from lib.envs import ATARI_FRAME_SKIP
 
 PONG = "PongNoFrameskip-v4"
+PENDULUM = "Pendulum-v1"
+PENDULUM_GOAL = -200.0
+PENDULUM_ARGS = ("--algo", "ppo", "--preset", "box", "--gamma", "0.9", "--stop-reward", str(PENDULUM_GOAL))
+"""Box actions: PPO's box preset with the RL zoo's Pendulum discount, to a mean-100 of -200."""
 PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
 SB3_ZOO_ATARI_ENVS = 16
@@ -103,16 +108,18 @@ def sb3_window(env_id: str, n_envs: int, warmup: float, window: float) -> dict:
             "frames_per_second": frames_per_second}
 
 
-def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = ()) -> dict:
+def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = (), env_id: str = CARTPOLE) -> dict:
     with tempfile.TemporaryDirectory() as logdir:
-        return train_to_goal(CARTPOLE, seed, max_seconds, Path(logdir), extra_args)
+        return train_to_goal(env_id, seed, max_seconds, Path(logdir), extra_args)
 
 
-def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c") -> dict:
+def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c", env_id: str = CARTPOLE) -> dict:
     """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise),
-    its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound."""
-    n_envs = 1 if algo == "dqn" else 8
-    report = run_sb3(CARTPOLE, n_envs, max_seconds, ent_coef=0.0, stop_reward=475.0, seed=seed, algo=algo)
+    its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound;
+    on Pendulum-v1 its tuned PPO (4 envs) to ``PENDULUM_GOAL``."""
+    n_envs = 1 if algo == "dqn" else (4 if env_id == PENDULUM else 8)
+    goal = PENDULUM_GOAL if env_id == PENDULUM else 475.0
+    report = run_sb3(env_id, n_envs, max_seconds, ent_coef=0.0, stop_reward=goal, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
     curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
     return {"seed": seed, "solved": report["solved"], "wall_seconds": report["wall_seconds"],
@@ -121,10 +128,10 @@ def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c") -> dict:
 
 def cartpole_comparison(seeds: list[int], with_sb3: bool, max_seconds: float,
                         ours_args: tuple[str, ...] = (), peer: Callable[[int, float], dict] = solve_sb3,
-                        peer_seconds: float | None = None) -> dict:
-    """Our trainer (with ``ours_args``) and the SB3 ``peer`` to the 475 bound, seed by seed; the
-    peer gets ``peer_seconds`` (four times ours unless given)."""
-    ours = [solve_ours(seed, max_seconds, ours_args) for seed in seeds]
+                        peer_seconds: float | None = None, env_id: str = CARTPOLE) -> dict:
+    """Our trainer (with ``ours_args``) and the SB3 ``peer`` to the env's bound (CartPole's 475),
+    seed by seed; the peer gets ``peer_seconds`` (four times ours unless given)."""
+    ours = [solve_ours(seed, max_seconds, ours_args, env_id) for seed in seeds]
     result = {"ours": ours, "ours_median_seconds": statistics.median(r["wall_seconds"] for r in ours),
               "ours_median_frames": statistics.median(r["frames"] for r in ours)}
     if with_sb3:
@@ -318,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent", "atari"],
+                                           "ppo", "ray", "multiagent", "atari", "box"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -327,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "
-                             "each, docs/atari.md with --docs) run only when named")
+                             "each, docs/atari.md with --docs) and box (--algo ppo on Pendulum-v1 to -200 against "
+                             "SB3 PPO) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -440,6 +448,12 @@ def main(argv: list[str] | None = None) -> int:
             results["ppo"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "ppo"),
                                                  functools.partial(solve_sb3, algo="ppo"), peer_seconds=300.0)
         results["ppo"]["cpu_steal"] = steal.fraction
+    if "box" in parts:
+        with StealMeter() as steal:
+            results["box"] = cartpole_comparison(
+                seeds, with_sb3, 600.0, PENDULUM_ARGS, functools.partial(solve_sb3, algo="ppo", env_id=PENDULUM),
+                peer_seconds=600.0, env_id=PENDULUM)
+        results["box"]["cpu_steal"] = steal.fraction
     if "multiagent" in parts:
         results["multiagent"] = {"two_step": two_step_game(list(range(args.seeds or 5))),
                                  "spread": spread_curves(args.spread_frames)}
@@ -482,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
         if "ppo" in results:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
+        if "box" in results:
+            (ROOT / "docs" / "box_benchmark.md").write_text(box_report(results))
         if "multiagent" in results:
             (ROOT / "docs" / "multiagent_benchmark.md").write_text(multiagent_report(results))
             plot_spread(results["multiagent"]["spread"], ROOT / "docs" / "multiagent_spread.png")
@@ -491,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
             (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
             plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")

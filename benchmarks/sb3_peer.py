@@ -7,6 +7,7 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 1 --algo dqn --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --algo ppo --stop-reward 475
+    python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 4 --algo ppo --max-seconds 600
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
         --max-frames 10000000 --max-seconds 20000
 
@@ -96,6 +97,15 @@ the learning rate and the clip fall linearly over its 1e7 steps (40M frames), so
 short by --max-frames sees the first part of the same schedules."""
 
 
+ZOO_PENDULUM_PPO_STEPS = 100_000
+ZOO_PENDULUM_PPO = {
+    "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0, "learning_rate": 1e-3,
+    "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4,
+}
+"""rl-baselines3-zoo's PPO values for Pendulum-v1 (its hyperparams/ppo.yml, 4 envs, 1e5 steps,
+generalized state-dependent exploration)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", required=True)
@@ -106,7 +116,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--algo", choices=["a2c", "dqn", "ppo"], default="a2c",
                         help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1); ppo: its "
-                             "tuned CartPole PPO (pass --n-envs 8)")
+                             "tuned CartPole PPO (pass --n-envs 8), or on Pendulum-v1 its Pendulum "
+                             "PPO (pass --n-envs 4)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
@@ -127,13 +138,17 @@ def main() -> None:
         model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
     elif zoo_atari_ppo:
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_ATARI_PPO)
+    elif args.algo == "ppo" and args.env == "Pendulum-v1":
+        model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_PENDULUM_PPO)
     elif args.algo == "ppo":
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_PPO)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
     watch = Watch(args.stop_reward, args.max_seconds, frames_per_step, args.max_frames)
-    steps = {"dqn": DQN_MAX_STEPS, "ppo": ZOO_ATARI_PPO_STEPS if zoo_atari_ppo else ZOO_PPO_STEPS}.get(args.algo, 10**9)
+    ppo_steps = ZOO_ATARI_PPO_STEPS if zoo_atari_ppo else (
+        ZOO_PENDULUM_PPO_STEPS if args.env == "Pendulum-v1" else ZOO_PPO_STEPS)
+    steps = {"dqn": DQN_MAX_STEPS, "ppo": ppo_steps}.get(args.algo, 10**9)
     model.learn(total_timesteps=steps, callback=watch)
     print(json.dumps({
         "solved": watch.solved_at is not None,

@@ -105,7 +105,9 @@ def make_env(env_id: str, render_mode: str | None = None,
         kwargs.update(env_config or {})
     if not is_atari(env_id):
         env = gym.make(env_id, **kwargs)
-        return env if wrap_raw is None else wrap_raw(env)
+        if wrap_raw is not None:
+            env = wrap_raw(env)
+        return flat_observations(env) if needs_flattening(env.observation_space) else env
     if env_id.startswith("ALE/"):
         kwargs["frameskip"] = 1
     env = gym.make(env_id, **kwargs)
@@ -117,6 +119,31 @@ def make_env(env_id: str, render_mode: str | None = None,
         grayscale_obs=True, scale_obs=False,
     )
     return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")
+
+
+FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
+             gym.spaces.MultiBinary)
+"""Observation spaces the MLP takes flattened: Discrete as one-hot, Dict (keys in sorted
+order) and Tuple as their parts' flattenings one after the other."""
+
+
+def needs_flattening(space: gym.Space) -> bool:
+    return isinstance(space, FLATTENED)
+
+
+def flat_observations(env: gym.Env) -> gym.Env:
+    """``env`` with its observations flattened to float32 vectors (gymnasium's flattening)."""
+    flat = gym.wrappers.FlattenObservation(env)
+    space = flat.observation_space
+    float_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+    return gym.wrappers.TransformObservation(flat, lambda observation: observation.astype(np.float32), float_space)
+
+
+def flattened(env_info: EnvInfo, observation: Any) -> np.ndarray:
+    """One raw observation as the net takes it: flattened where the env's space needs it."""
+    if env_info.raw_observation_space is None:
+        return np.asarray(observation)
+    return gym.spaces.flatten(env_info.raw_observation_space, observation).astype(np.float32)
 
 
 def sync_vector_env(env_fns: list[Callable[[], gym.Env]]) -> SyncVectorEnv:
@@ -191,6 +218,24 @@ class EnvInfo:
     agents: tuple[str, ...] = ()
     """A multi-agent env's agents, in order; each observation ends with the agent's one-hot
     index among them (``lib.multiagent``)."""
+    action_low: tuple[float, ...] | None = None
+    """A Box action space's bounds (``n_actions`` is then its size); None for Discrete."""
+    action_high: tuple[float, ...] | None = None
+    raw_observation_space: gym.Space | None = None
+    """The env's own observation space where the net sees it flattened (Dict, Tuple, Discrete)."""
+
+    @property
+    def continuous(self) -> bool:
+        return self.action_low is not None
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """One action's shape: () for Discrete, (size,) for Box."""
+        return (self.n_actions,) if self.continuous else ()
+
+    @property
+    def action_dtype(self) -> str:
+        return "float32" if self.continuous else "int64"
 
     @property
     def frame_stack(self) -> int | None:
@@ -202,8 +247,8 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
     that the nets can take it, and report its shapes.
 
-    Raises EnvError for unknown ids, non-discrete actions and observations that are
-    neither a flat vector nor Atari frames. A multi-agent env is described as one agent
+    Raises EnvError for unknown ids, actions neither Discrete nor a flat Box, and
+    observations that are neither a flat vector nor Atari frames. A multi-agent env is described as one agent
     sees it: its own observation and one-hot index, its actions.
     """
     if is_multiagent(env_id):
@@ -212,12 +257,14 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     env = make_env(env_id, screen_size=screen_size, env_config=env_config)
     try:
         action_space, obs_space = env.action_space, env.observation_space
+        raw_space = env.unwrapped.observation_space if needs_flattening(env.unwrapped.observation_space) else None
     finally:
         env.close()
-    if not isinstance(action_space, gym.spaces.Discrete):
+    box_actions = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
+    if not isinstance(action_space, gym.spaces.Discrete) and not box_actions:
         raise EnvError(
-            f"{env_id} has a {type(action_space).__name__} action space; "
-            "only Discrete action spaces are supported"
+            f"{env_id} has a {type(action_space).__name__} action space of shape {action_space.shape}; "
+            "the actions must be Discrete or a flat Box"
         )
     if not isinstance(obs_space, gym.spaces.Box):
         raise EnvError(f"{env_id} has a {type(obs_space).__name__} observation space; need a Box")
@@ -230,10 +277,13 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         env_id=env_id,
         observation_shape=tuple(obs_space.shape),
         observation_dtype=np.dtype(obs_space.dtype).name,
-        n_actions=int(action_space.n),
+        n_actions=int(action_space.shape[0] if box_actions else action_space.n),
         atari=atari,
         frames_per_step=ATARI_FRAME_SKIP if atari else 1,
         reward_threshold=_spec(env_id).reward_threshold,
+        action_low=tuple(map(float, action_space.low)) if box_actions else None,
+        action_high=tuple(map(float, action_space.high)) if box_actions else None,
+        raw_observation_space=raw_space,
     )
 
 

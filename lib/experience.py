@@ -174,7 +174,7 @@ class NStepAccumulator:
             trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
             next_value = self._next_value(env_index, terminated, truncated, next_values, final_values)
-            pending.append((observations[env_index], int(actions[env_index]), trained_reward,
+            pending.append((observations[env_index], actions[env_index], trained_reward,
                             policy_version, log_prob, next_value))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
@@ -253,7 +253,7 @@ def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
                 last_states[index] = row[3]
     return TransitionBatch(
         states=states,
-        actions=np.array([row[1] for row in emitted], dtype=np.int64),
+        actions=np.array([row[1] for row in emitted]),
         rewards=np.array([row[2] for row in emitted], dtype=np.float32),
         dones=dones,
         steps=np.array([row[4] for row in emitted], dtype=np.int64),

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from lib.batch import unpack_batch
+from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
 from lib.loss import LossSettings, LossTerms, a2c_loss
 from lib.models import forward
@@ -62,13 +63,13 @@ def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSetti
     ``settings.rho_bar`` the rows' ``log_probs`` weigh the policy term (``a2c_loss``), where
     they carry them (rows made by hand without them weigh 1)."""
     states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
-    logits, values = forward(net, states, settings.bf16)
+    head, values = forward(net, states, settings.bf16)
     behaviour = None
     if settings.rho_bar is not None and transitions.log_probs is not None:
         behaviour = torch.as_tensor(transitions.log_probs).to(device)
-    terms = a2c_loss(logits, values, actions, reference_values, settings.entropy_beta,
+    terms = a2c_loss(head, values, actions, reference_values, settings.entropy_beta,
                      settings.value_weight, settings.normalize_advantages, behaviour,
-                     settings.rho_bar or 1.0)
+                     settings.rho_bar or 1.0, policy_distribution(net))
     return terms, LossStats.of(terms, values, reference_values, settings.rho_bar)
 
 

@@ -6,26 +6,22 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
+
 
 def value_loss(values: torch.Tensor, reference_values: torch.Tensor) -> torch.Tensor:
     """Mean squared error of the critic against the n-step reference values."""
     return F.mse_loss(values, reference_values)
 
 
-def taken_log_probs(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """Each row's log-probability of its own action."""
-    return log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
-
-
-def policy_loss(log_probs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
+def policy_loss(taken: torch.Tensor, advantages: torch.Tensor,
                 weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Policy-gradient loss: minus the advantage-weighted log-probability of the taken actions,
-    each row also times its importance weight where ``weights`` are given.
+    """Policy-gradient loss: minus the advantage-weighted log-probability ``taken`` of each
+    row's action, each row also times its importance weight where ``weights`` are given.
 
     ``advantages`` and ``weights`` must carry no gradient, so the critic is trained only by
     the value loss and the weights only scale each row's step.
     """
-    taken = taken_log_probs(log_probs, actions)
     if weights is not None:
         advantages = weights * advantages
     return -(advantages * taken).mean()
@@ -50,9 +46,9 @@ def standardized(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return centred / (advantages.std() + eps)
 
 
-def entropy_loss(log_probs: torch.Tensor, entropy_beta: float) -> torch.Tensor:
-    """beta * sum(p log p) = -beta * entropy: minimising it keeps the policy exploring."""
-    return entropy_beta * (log_probs.exp() * log_probs).sum(dim=1).mean()
+def entropy_loss(entropies: torch.Tensor, entropy_beta: float) -> torch.Tensor:
+    """-beta * the rows' mean entropy: minimising it keeps the policy exploring."""
+    return -entropy_beta * entropies.mean()
 
 
 @dataclass(frozen=True)
@@ -88,7 +84,7 @@ class LossTerms:
 
 
 def a2c_loss(
-    logits: torch.Tensor,
+    head: torch.Tensor,
     values: torch.Tensor,
     actions: torch.Tensor,
     reference_values: torch.Tensor,
@@ -97,24 +93,26 @@ def a2c_loss(
     normalize_advantages: bool = False,
     behaviour_log_probs: torch.Tensor | None = None,
     rho_bar: float = 1.0,
+    distribution: Categorical | DiagGaussian = CATEGORICAL,
 ) -> LossTerms:
     """Policy + ``value_weight`` * value + entropy, with advantage = reference - V(s)
     detached (``normalize_advantages``: standardised over the batch, so the policy term's
     scale no longer follows the rewards' or the critic's error). With
     ``behaviour_log_probs`` each row's policy term is weighted by
     ``truncated_importance_weights`` at ``rho_bar``. ``value`` is reported unweighted, so
-    runs with other weights compare; ``advantages`` as they entered the policy term."""
-    log_probs = F.log_softmax(logits, dim=1)
+    runs with other weights compare; ``advantages`` as they entered the policy term.
+    ``head`` is the net's policy head, read by ``distribution`` (logits by default)."""
+    taken = distribution.log_prob(head, actions)
+    entropies = distribution.entropy(head)
     advantages = (reference_values - values).detach()
     if normalize_advantages:
         advantages = standardized(advantages)
     weights = None
     if behaviour_log_probs is not None:
-        weights = truncated_importance_weights(taken_log_probs(log_probs, actions), behaviour_log_probs,
-                                               rho_bar)
-    policy = policy_loss(log_probs, actions, advantages, weights)
+        weights = truncated_importance_weights(taken, behaviour_log_probs, rho_bar)
+    policy = policy_loss(taken, advantages, weights)
     value = value_loss(values, reference_values)
-    entropy = entropy_loss(log_probs, entropy_beta)
-    policy_entropy = -(log_probs.exp() * log_probs).sum(dim=1).mean().detach()
+    entropy = entropy_loss(entropies, entropy_beta)
+    policy_entropy = entropies.mean().detach()
     return LossTerms(policy + value_weight * value + entropy, policy, value, entropy, advantages,
                      policy_entropy, weights)

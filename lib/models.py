@@ -1,4 +1,6 @@
-"""Actor-critic networks: each maps a batch of observations to (policy logits, state values)."""
+"""Actor-critic networks: each maps a batch of observations to (policy head, state values),
+the head being what its ``distribution`` reads (``lib.distributions``: logits, or a
+Gaussian's means and log-stds)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -6,6 +8,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
+from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
 from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 
 HEADS = ("shared", "separate")
@@ -147,25 +150,41 @@ class MlpA2C(nn.Module):
     Nothing is shared: with a shared first layer, the critic's squared errors (returns near
     100 on CartPole) reshaped the policy's features and some seeds collapsed on the way to
     solving (docs/learning.md, "CartPole").
+
+    With a ``DiagGaussian`` distribution (Box actions) the policy MLP gives the means, its
+    last layer initialised orthogonally at gain 0.01 so that they start near 0, and a
+    state-independent log-std (starting at 0) follows them in the policy head.
     """
 
-    def __init__(self, observation_size: int, n_actions: int, hidden: int = 128):
+    def __init__(self, observation_size: int, n_actions: int, hidden: int = 128,
+                 distribution: Categorical | DiagGaussian = CATEGORICAL):
         super().__init__()
+        self.distribution = distribution
         self.policy = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
         self.value = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        if distribution.continuous:
+            nn.init.orthogonal_(self.policy[-1].weight, gain=0.01)
+            nn.init.zeros_(self.policy[-1].bias)
+            self.log_std = nn.Parameter(torch.zeros(n_actions))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         observations = observations.float()
-        return self.policy(observations), self.value(observations).squeeze(-1)
+        head = self.policy(observations)
+        if self.distribution.continuous:
+            head = torch.cat([head, self.log_std.expand_as(head)], dim=-1)
+        return head, self.value(observations).squeeze(-1)
 
 
 def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature") -> nn.Module:
-    """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors."""
+    """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors
+    (a Gaussian policy for Box actions)."""
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    return MlpA2C(env_info.observation_shape[0], env_info.n_actions)
+    distribution = (DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
+                    if env_info.continuous else CATEGORICAL)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution)
 
 
 def forward(net: nn.Module, observations: torch.Tensor,
@@ -186,19 +205,3 @@ def evaluate(net: nn.Module, observations: torch.Tensor,
     (docs/performance.md, "bfloat16").
     """
     return forward(net, observations, bf16)
-
-
-def sample_actions(logits: torch.Tensor) -> torch.Tensor:
-    """Draw one action per row from the policy's categorical distribution.
-
-    Gumbel-max: argmax(logits + G) with G = -log(Exp(1)) noise is an exact sample of
-    softmax(logits), and on the CPU at the workers' batch sizes it is faster than
-    ``torch.multinomial`` on the softmax (docs/performance.md).
-    """
-    exponential_noise = torch.empty_like(logits).exponential_()
-    return (logits - exponential_noise.log()).argmax(dim=-1)
-
-
-def greedy_actions(logits: torch.Tensor) -> torch.Tensor:
-    """The most probable action per row."""
-    return logits.argmax(dim=-1)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
 from lib.loss import standardized
 
 
@@ -55,21 +56,23 @@ class PPOTerms:
     """Share of rows whose ratio lies outside the clip."""
 
 
-def ppo_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
+def ppo_loss(head: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
              behaviour_log_probs: torch.Tensor, advantages: torch.Tensor, old_values: torch.Tensor,
-             targets: torch.Tensor, settings: PPOLossSettings) -> PPOTerms:
+             targets: torch.Tensor, settings: PPOLossSettings,
+             distribution: Categorical | DiagGaussian = CATEGORICAL) -> PPOTerms:
     """Surrogate + ``value_weight`` * value - ``entropy_beta`` * entropy on one minibatch;
-    its advantages standardised (``value`` reported unweighted)."""
-    log_probs = F.log_softmax(logits, dim=1)
-    taken = log_probs.gather(1, actions.unsqueeze(1)).squeeze(1)
+    its advantages standardised (``value`` reported unweighted). ``head`` is the net's
+    policy head, read by ``distribution`` (logits by default)."""
+    taken = distribution.log_prob(head, actions)
     policy, ratios = clipped_surrogate(taken, behaviour_log_probs, standardized(advantages), settings.clip)
     value = value_loss(values, old_values, targets, settings.clip if settings.value_clip else None)
-    policy_entropy = -(log_probs.exp() * log_probs).sum(dim=1).mean()
+    policy_entropy = distribution.entropy(head).mean()
     entropy = -settings.entropy_beta * policy_entropy
-    log_ratios = torch.log(ratios)
+    # from the log-ratios in float64: a Gaussian's ratio can underflow to 0 in float32
+    log_ratios = (taken - behaviour_log_probs).detach().double()
     return PPOTerms(
         total=policy + settings.value_weight * value + entropy, policy=policy, value=value, entropy=entropy,
         policy_entropy=float(policy_entropy.detach()),
-        approx_kl=float(((ratios - 1.0) - log_ratios).mean()),
+        approx_kl=float((torch.expm1(log_ratios) - log_ratios).mean()),
         clip_fraction=float(((ratios - 1.0).abs() > settings.clip).float().mean()),
     )

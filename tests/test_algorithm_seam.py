@@ -20,6 +20,7 @@ from a3c.algos.base import Algorithm
 from a3c.learner import clip_and_step, make_adam
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.play import play
+from lib.distributions import CATEGORICAL
 from lib.loss import policy_loss
 from lib.models import build_net, forward
 from tests.conftest import ROOT
@@ -62,7 +63,7 @@ class ReinforceLearner:
         bootstrap = torch.as_tensor(batch.last_values) * self.gamma ** torch.as_tensor(batch.steps)
         returns = torch.as_tensor(batch.rewards) + torch.where(torch.as_tensor(batch.dones), 0.0, bootstrap)
         logits, _ = forward(self.net, torch.as_tensor(batch.states))
-        loss = policy_loss(torch.log_softmax(logits, dim=1), torch.as_tensor(batch.actions), returns)
+        loss = policy_loss(CATEGORICAL.log_prob(logits, torch.as_tensor(batch.actions)), returns)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = clip_and_step(self.net, self.optimizer, self.clip_grad, float(loss.detach()),

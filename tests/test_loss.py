@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from lib.distributions import CATEGORICAL
 from lib.loss import a2c_loss, entropy_loss, policy_loss, value_loss
 
 
@@ -13,22 +14,22 @@ def test_value_loss_is_mean_squared_error():
 
 def test_policy_loss_is_minus_advantage_weighted_log_prob():
     # Uniform over 2 actions: log p = log 0.5 for both; advantages 2 and -1.
-    log_probs = torch.log(torch.full((2, 2), 0.5))
-    loss = policy_loss(log_probs, torch.tensor([0, 1]), torch.tensor([2.0, -1.0]))
+    taken = CATEGORICAL.log_prob(torch.zeros(2, 2), torch.tensor([0, 1]))
+    loss = policy_loss(taken, torch.tensor([2.0, -1.0]))
     assert float(loss) == pytest.approx(-(2 * math.log(0.5) - math.log(0.5)) / 2)
 
 
 def test_positive_advantage_gradient_raises_taken_action_probability():
     logits = torch.zeros(1, 3, requires_grad=True)
-    loss = policy_loss(torch.log_softmax(logits, 1), torch.tensor([2]), torch.tensor([1.0]))
+    loss = policy_loss(CATEGORICAL.log_prob(logits, torch.tensor([2])), torch.tensor([1.0]))
     loss.backward()
     assert logits.grad[0, 2] < 0 < logits.grad[0, 0]  # a descent step raises logit 2
 
 
 def test_entropy_loss_is_minus_beta_times_entropy():
-    uniform = torch.log_softmax(torch.zeros(4, 3), dim=1)
+    uniform = CATEGORICAL.entropy(torch.zeros(4, 3))
     assert float(entropy_loss(uniform, 0.01)) == pytest.approx(-0.01 * math.log(3))
-    peaked = torch.log_softmax(torch.tensor([[10.0, 0.0, 0.0]]), dim=1)
+    peaked = CATEGORICAL.entropy(torch.tensor([[10.0, 0.0, 0.0]]))
     assert float(entropy_loss(peaked, 0.01)) > float(entropy_loss(uniform, 0.01))
 
 

@@ -2,13 +2,12 @@
 import pytest
 import torch
 
+from lib.distributions import CATEGORICAL
 from lib.models import (
     SCALING_CHUNK,
     AtariA2C,
     MlpA2C,
     evaluate,
-    greedy_actions,
-    sample_actions,
     scaled_channels_last,
 )
 
@@ -17,7 +16,7 @@ def test_sampled_actions_follow_the_softmax_of_the_logits():
     torch.manual_seed(0)
     logits = torch.log(torch.tensor([[0.7, 0.2, 0.1], [0.05, 0.05, 0.9]]))
     draws = 20_000
-    actions = sample_actions(logits.repeat(draws, 1)).view(draws, 2)
+    actions = CATEGORICAL.sample(logits.repeat(draws, 1)).view(draws, 2)
     for row, probabilities in enumerate(torch.softmax(logits, -1)):
         frequencies = torch.bincount(actions[:, row], minlength=3).float() / draws
         # 4 standard errors of a frequency near p over 20k draws is at most 0.015
@@ -26,8 +25,8 @@ def test_sampled_actions_follow_the_softmax_of_the_logits():
 
 def test_a_dominant_logit_is_always_sampled_and_is_greedy():
     logits = torch.tensor([[0.0, 50.0, 0.0]]).repeat(100, 1)
-    assert sample_actions(logits).eq(1).all()
-    assert greedy_actions(logits).eq(1).all()
+    assert CATEGORICAL.sample(logits).eq(1).all()
+    assert CATEGORICAL.greedy(logits).eq(1).all()
 
 
 def test_channels_last_conv_net_matches_the_plain_layout():

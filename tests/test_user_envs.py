@@ -47,8 +47,10 @@ def test_env_config_reaches_every_env_of_every_worker(tmp_path):
                                                          + config.vector_index))
     with Trainer(env="steps-config", env_config={"base": 2}, algo="a3c", processes=2, envs_per_process=2,
                  logdir=str(tmp_path), stop_reward=1e9) as trainer:
-        trainer.train(frames=3000)  # well past both workers' start
-        rewards = set(trainer._run.rewards.recent_rewards)
+        seen: set[float] = set()
+        while len(seen) < 4 and trainer.train(frames=1000)["frames"] < 100_000:  # a worker may start late
+            seen |= set(trainer._run.rewards.recent_rewards)
+        rewards = seen
     # lengths 2 + 2w + v for workers 0, 1 and envs 0, 1: returns L(L+1)/2
     assert rewards == {3.0, 6.0, 10.0, 15.0}
 

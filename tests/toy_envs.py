@@ -133,6 +133,17 @@ class MultiDiscreteEnv(CountingEnv):
 gym.register("MultiDiscrete-v0", entry_point=MultiDiscreteEnv)
 
 
+class ImageEnv(CountingEnv):
+    """Observations of 8x8 pixels: neither a flat vector nor Atari frames."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = gym.spaces.Box(0, 255, shape=(8, 8), dtype=np.uint8)
+
+
+gym.register("Image-v0", entry_point=ImageEnv)
+
+
 class FloatModeEnv(CountingEnv):
     """Counting, but every observation is half of float32's smallest normal number, worked
     out in the thread that steps the env: 0 where that thread flushes denormals."""

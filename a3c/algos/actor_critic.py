@@ -56,6 +56,7 @@ class ActorCritic(Algorithm):
     """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
 
     net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature"}
+    box_actions = True
 
     def check(self, config: Config, atari: bool) -> None:
         if config.heads == "shared" and not atari:

@@ -101,6 +101,8 @@ class Algorithm:
     net_shape: ClassVar[Mapping[str, Any]] = {}
     """The settings that shape the net, each with the value that a checkpoint saved before
     the setting existed was trained with (``saved_net_shape``)."""
+    box_actions: ClassVar[bool] = False
+    """The algorithm trains on Box action spaces too (a Gaussian policy), not only Discrete."""
     sends_last_states: ClassVar[bool] = False
     """Children send each transition's last state (an off-policy learner bootstraps from it
     with its own nets) instead of V(last state); the slots hold them after the states."""
@@ -185,11 +187,10 @@ class Algorithm:
         return TransitionPayload(transition_columns(env_info, options.get("send_last_states", False),
                                                     options.get("send_log_probs", False), joint), rows)
 
-    def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
-        """The actions ``play`` and ``compute_action`` take given the net's first output."""
-        from lib.models import greedy_actions, sample_actions
-
-        return greedy_actions(logits) if greedy else sample_actions(logits)
+    def play_actions(self, head: torch.Tensor, greedy: bool, distribution: Any) -> torch.Tensor:
+        """The actions ``play`` and ``compute_action`` take given the net's policy head and the
+        ``lib.distributions`` distribution it parametrises: its mode or a sample."""
+        return distribution.greedy(head) if greedy else distribution.sample(head)
 
     # learning
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,

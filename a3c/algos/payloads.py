@@ -45,12 +45,13 @@ class Gradients:
 
 def transition_columns(env_info: EnvInfo, last_states: bool = False, log_probs: bool = False,
                        joint_rows: bool = False) -> list[Column]:
-    """The columns ``VectorActor`` fills: observations (large), Discrete actions, rewards and
+    """The columns ``VectorActor`` fills: observations (large), actions of the env's space, rewards and
     the bookkeeping; last states (large) or V(last state); the rollout columns with
     ``log_probs``; every agent's observation, action and reward in one row with ``joint_rows``."""
     agents = (len(env_info.agents),) if joint_rows else ()
     observation = Column("states", env_info.observation_dtype, (*agents, *env_info.observation_shape), large=True)
-    columns = [observation, Column("actions", "int64", agents), Column("rewards", "float32", agents),
+    actions = Column("actions", env_info.action_dtype, (*agents, *env_info.action_shape))
+    columns = [observation, actions, Column("rewards", "float32", agents),
                Column("dones", "bool"), Column("steps", "int64"), Column("policy_versions", "int64")]
     if last_states:
         columns.append(Column("last_states", observation.dtype, observation.shape, large=True))

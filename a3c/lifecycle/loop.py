@@ -152,6 +152,8 @@ class EventLoop:
         """A policy locked into one action after a collapse gets the best weights back."""
         run, rewards = self.run, self.run.rewards
         entropy = self.load.last_rates.get("policy_entropy")
+        if run.env_info.continuous:  # a Gaussian's entropy has no uniform to fall from
+            return
         if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
                 entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
                 rewards.worst_mean_reward, self.goal, rewards.worst_spread)):

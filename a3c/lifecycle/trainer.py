@@ -38,7 +38,7 @@ from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.envs import EnvInfo, make_env
+from lib.envs import EnvInfo, flattened, make_env
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
 
@@ -210,14 +210,18 @@ class Trainer:
         action per agent for the joint observation that ``play`` steps."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
-        return act_once(self.net, self.algorithm, observation, greedy)
+        return act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation), greedy)
 
     def compute_actions(self, observations: np.ndarray | Mapping[str, np.ndarray],
                         greedy: bool = False) -> np.ndarray | dict[str, int]:
         """Actions for a batch of raw env observations: sampled from the policy, or its
         most probable ones with ``greedy``; as the algorithm acts in play (a Q-network's
         greedy ones always). On a multi-agent env, a dict of agents' observations gives a
-        dict of their actions, each from its agent's policy."""
+        dict of their actions, each from its agent's policy. A Dict, Tuple or Discrete
+        observation space's observations are flattened as the workers' are."""
+        env_info = self._shared.env_info
+        if env_info.raw_observation_space is not None:
+            observations = np.stack([flattened(env_info, observation) for observation in observations])
         if isinstance(observations, Mapping):
             agents = self._shared.env_info.agents
             rows = agent_rows(observations, agents)

@@ -69,11 +69,9 @@ class DQN(Algorithm):
         return {**super().acting_options(config, worker_id),
                 "choose_actions": epsilon_greedy_chooser(config, worker_id)}
 
-    def play_actions(self, logits: torch.Tensor, greedy: bool) -> torch.Tensor:
+    def play_actions(self, head: torch.Tensor, greedy: bool, distribution: Any) -> torch.Tensor:
         """Greedy on the Q-values, always."""
-        from lib.models import greedy_actions
-
-        return greedy_actions(logits)
+        return head.argmax(dim=-1)
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> DQNLearner:

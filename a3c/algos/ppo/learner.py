@@ -17,6 +17,7 @@ from torch import nn
 
 from a3c.learner import clip_and_step, decayed, make_adam, set_lr
 from lib.advantages import continues, gae, next_values, sequence_order, vtrace
+from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
 from lib.ppo_loss import PPOLossSettings, ppo_loss
@@ -86,6 +87,7 @@ class PPOLearner:
 
     def __init__(self, config: Config, net: nn.Module, version_counter: torch.Tensor, agents: int = 1):
         self.net = net
+        self.distribution = policy_distribution(net)
         self.config = config
         self.optimizer = make_adam(net, config.lr, config.adam_eps)
         self.version_counter = version_counter
@@ -122,8 +124,8 @@ class PPOLearner:
         batch, continuing = in_sequence_order(parts)
         states = torch.as_tensor(batch.states).to(self.device)
         actions = torch.as_tensor(batch.actions).to(self.device)
-        logits, values = evaluate(self.net, states, self.config.bf16)
-        log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1).cpu().numpy()
+        head, values = evaluate(self.net, states, self.config.bf16)
+        log_probs = self.distribution.log_prob(head, actions).cpu().numpy()
         values = values.cpu().numpy()
         following = next_values(values, batch.last_values, batch.dones, continuing)
         advantages = gae(batch.rewards, values, following, continuing, self.config.gamma, self.config.gae_lambda)
@@ -149,10 +151,10 @@ class PPOLearner:
         return steps
 
     def _step(self, rollout: Rollout, rows: torch.Tensor) -> PPOStepStats:
-        logits, values = forward(self.net, rollout.states[rows], self.config.bf16)
-        terms = ppo_loss(logits, values, rollout.actions[rows], rollout.behaviour_log_probs[rows],
+        head, values = forward(self.net, rollout.states[rows], self.config.bf16)
+        terms = ppo_loss(head, values, rollout.actions[rows], rollout.behaviour_log_probs[rows],
                          rollout.advantages[rows], rollout.old_values[rows], rollout.targets[rows],
-                         self.loss_settings)
+                         self.loss_settings, self.distribution)
         self.optimizer.zero_grad(set_to_none=True)
         terms.total.backward()
         grad_norm = clip_and_step(self.net, self.optimizer, self.config.clip_grad, float(terms.total.detach()),

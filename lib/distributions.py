@@ -1,0 +1,91 @@
+"""The policy's distribution over actions, read from the net's policy head.
+
+A net's policy head is one tensor per row: a Discrete action space's logits, or a Box
+action space's means followed by their log standard deviations (the PPO paper's Gaussian,
+whose log-std is a learned parameter independent of the state). Everything that samples,
+scores or explains actions (acting, the losses, play) asks the net's ``distribution``, so
+an algorithm's loss is written once for both spaces.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """Discrete actions: the head is the logits."""
+
+    continuous = False
+
+    def sample(self, head: torch.Tensor) -> torch.Tensor:
+        """One action per row. Gumbel-max: argmax(logits + G) with G = -log(Exp(1)) is an exact
+        sample of softmax(logits), faster on the CPU than ``torch.multinomial`` at the workers'
+        batch sizes (docs/performance.md)."""
+        exponential_noise = torch.empty_like(head).exponential_()
+        return (head - exponential_noise.log()).argmax(dim=-1)
+
+    def greedy(self, head: torch.Tensor) -> torch.Tensor:
+        return head.argmax(dim=-1)
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Each row's log-probability of its action."""
+        return F.log_softmax(head, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self, head: torch.Tensor) -> torch.Tensor:
+        """Each row's entropy in nats (ln of the action count when uniform)."""
+        log_probs = F.log_softmax(head, dim=-1)
+        return -(log_probs.exp() * log_probs).sum(dim=-1)
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        return actions
+
+
+@dataclass(frozen=True)
+class DiagGaussian:
+    """Box actions of ``size`` dimensions: the head is the means, then the log-stds. Samples
+    are scored as drawn; ``env_actions`` clips them to ``low`` and ``high`` for the env only."""
+
+    size: int
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    continuous = True
+
+    def _split(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return head[..., :self.size], head[..., self.size:]
+
+    def sample(self, head: torch.Tensor) -> torch.Tensor:
+        mean, log_std = self._split(head)
+        return mean + log_std.exp() * torch.randn_like(mean)
+
+    def greedy(self, head: torch.Tensor) -> torch.Tensor:
+        return self._split(head)[0]
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The sum over dimensions of each normal's log-density at the action."""
+        mean, log_std = self._split(head)
+        z = (actions - mean) / log_std.exp()
+        return (-0.5 * z.pow(2) - log_std - HALF_LOG_TWO_PI).sum(dim=-1)
+
+    def entropy(self, head: torch.Tensor) -> torch.Tensor:
+        """Each row's differential entropy: the sum of log std + 1/2 log(2 pi e)."""
+        log_std = self._split(head)[1]
+        return (log_std + HALF_LOG_TWO_PI + 0.5).sum(dim=-1)
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        return np.clip(actions, np.asarray(self.low, np.float32), np.asarray(self.high, np.float32))
+
+
+CATEGORICAL = Categorical()
+
+
+def policy_distribution(net: nn.Module) -> Categorical | DiagGaussian:
+    """The distribution a net's policy head parametrises: its ``distribution``, else Categorical."""
+    return getattr(net, "distribution", CATEGORICAL)

@@ -1,0 +1,128 @@
+"""The policy distributions against values worked out by hand, and Box actions end to end:
+drawn actions in the rows, clipped ones in the env, a Gaussian head in the net, PPO and A3C
+running on Pendulum, play and compute_action within the bounds, DQN refusing them."""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from a3c import ConfigError, Trainer
+from a3c.actor import VectorActor
+from lib.distributions import CATEGORICAL, DiagGaussian
+from lib.envs import describe_env
+from lib.loss import a2c_loss
+from lib.models import build_net
+from lib.user_envs import register_env
+
+GAUSSIAN = DiagGaussian(2, low=(-1.0, -2.0), high=(1.0, 2.0))
+# means (0, 1), log-stds (0, ln 2): sigma 1 and 2
+HEAD = torch.tensor([[0.0, 1.0, 0.0, math.log(2.0)]])
+
+
+def test_gaussian_log_probability_by_hand():
+    # N(0.5; 0, 1): -0.125 - 0.5 ln 2pi; N(-1; 1, 2): z = -1, -0.5 - ln 2 - 0.5 ln 2pi
+    expected = (-0.125 - 0.5 * math.log(2 * math.pi)) + (-0.5 - math.log(2.0) - 0.5 * math.log(2 * math.pi))
+    assert float(GAUSSIAN.log_prob(HEAD, torch.tensor([[0.5, -1.0]]))) == pytest.approx(expected, abs=1e-6)
+
+
+def test_gaussian_entropy_by_hand_and_its_mode():
+    # each dimension: ln sigma + 0.5 ln(2 pi e)
+    expected = 2 * 0.5 * math.log(2 * math.pi * math.e) + math.log(2.0)
+    assert float(GAUSSIAN.entropy(HEAD)) == pytest.approx(expected, abs=1e-6)
+    assert GAUSSIAN.greedy(HEAD).tolist() == [[0.0, 1.0]]
+
+
+def test_gaussian_samples_have_the_heads_means_and_deviations():
+    torch.manual_seed(0)
+    samples = GAUSSIAN.sample(HEAD.repeat(20_000, 1))
+    assert samples.mean(0).tolist() == pytest.approx([0.0, 1.0], abs=0.05)
+    assert samples.std(0).tolist() == pytest.approx([1.0, 2.0], abs=0.05)
+
+
+def test_env_actions_are_clipped_to_the_bounds_and_discrete_ones_pass():
+    clipped = GAUSSIAN.env_actions(np.array([[3.0, -5.0], [0.5, 1.5]], np.float32))
+    assert clipped.tolist() == [[1.0, -2.0], [0.5, 1.5]]
+    assert CATEGORICAL.env_actions(np.array([2, 0])).tolist() == [2, 0]
+
+
+def test_categorical_log_probability_and_entropy_by_hand():
+    logits = torch.log(torch.tensor([[0.5, 0.25, 0.25]]))
+    assert float(CATEGORICAL.log_prob(logits, torch.tensor([1]))) == pytest.approx(math.log(0.25))
+    assert float(CATEGORICAL.entropy(logits)) == pytest.approx(1.5 * math.log(2))
+
+
+def test_the_a2c_loss_of_a_gaussian_policy_by_hand():
+    head = HEAD.clone().requires_grad_(True)
+    actions = torch.tensor([[0.5, -1.0]])
+    terms = a2c_loss(head, torch.tensor([1.0]), actions, torch.tensor([3.0]), 0.01, distribution=GAUSSIAN)
+    log_prob = float(GAUSSIAN.log_prob(HEAD, actions))
+    entropy = float(GAUSSIAN.entropy(HEAD))
+    assert float(terms.policy.detach()) == pytest.approx(-2.0 * log_prob)  # advantage 3 - 1
+    assert float(terms.entropy.detach()) == pytest.approx(-0.01 * entropy)
+    terms.total.backward()
+    # the policy term pulls the first mean towards its action 0.5: d/dmu of -2 log N = -2 (a - mu) / sigma^2
+    assert float(head.grad[0, 0]) == pytest.approx(-2.0 * 0.5)
+
+
+def test_the_mlp_for_box_actions_puts_its_log_stds_after_the_means():
+    info = describe_env("Pendulum-v1")
+    assert info.continuous and info.action_shape == (1,) and (info.action_low, info.action_high) == ((-2.0,), (2.0,))
+    net = build_net(info)
+    head, values = net(torch.zeros(5, 3))
+    assert head.shape == (5, 2) and values.shape == (5,)
+    assert torch.all(head[:, 1] == 0.0)  # log-std starts at 0: sigma 1
+    assert isinstance(net.distribution, DiagGaussian) and net.distribution.high == (2.0,)
+
+
+class ActionRecordingEnv(gym.Env):
+    """A Box action space of [-1, 1]; it keeps every action the env was given."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.received: list[float] = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.received.append(float(np.asarray(action).reshape(-1)[0]))
+        return np.zeros(2, np.float32), 0.0, False, len(self.received) % 5 == 0, {}
+
+
+def test_rows_keep_the_drawn_actions_while_the_env_gets_them_clipped():
+    register_env("recording-box", lambda config: ActionRecordingEnv())
+    net = build_net(describe_env("recording-box"))
+    with torch.no_grad():
+        net.log_std.fill_(math.log(3.0))  # wide enough that many draws leave [-1, 1]
+    torch.manual_seed(0)
+    actor = VectorActor("recording-box", 1, 1, 0.99, net, lambda: 0, seed=0, send_log_probs=True)
+    rows = [actor.step().batch for _ in range(40)]
+    drawn = np.concatenate([batch.actions for batch in rows if batch is not None])
+    received = actor.envs.envs[0].unwrapped.received
+    assert drawn.dtype == np.float32 and drawn.shape[1:] == (1,)
+    assert np.abs(drawn).max() > 1.0  # some draws fell outside the bounds ...
+    assert np.allclose(received, np.clip(drawn[:, 0], -1.0, 1.0))  # ... and only the env saw them clipped
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("algo", ["ppo", "a3c"])
+def test_box_actions_train_save_and_act_within_the_bounds(tmp_path, algo):
+    with Trainer(env="Pendulum-v1", algo=algo, logdir=str(tmp_path), processes=2, envs_per_process=4) as trainer:
+        result = trainer.train(frames=3000)
+        assert result["frames"] >= 3000 and result["policy_version"] > 0
+        path = trainer.save()
+    restored = Trainer.restore(path)
+    actions = restored.compute_actions(np.zeros((50, 3), np.float32))
+    assert actions.shape == (50, 1) and np.abs(actions).max() <= 2.0
+    assert restored.compute_action(np.zeros(3, np.float32), greedy=True).shape == (1,)
+
+
+def test_an_algorithm_for_discrete_actions_refuses_a_box(tmp_path):
+    with pytest.raises(ConfigError, match="--algo dqn takes Discrete actions and Pendulum-v1's are a Box"):
+        Trainer(env="Pendulum-v1", algo="dqn", logdir=str(tmp_path))
