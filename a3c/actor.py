@@ -18,6 +18,7 @@ from lib.envs import make_vector_env
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from lib.models import evaluate
 from lib.multiagent import joint_transitions
+from lib.normalize import RewardScaler
 
 
 @dataclass
@@ -47,6 +48,8 @@ class VectorActor:
     rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
     ``env_config`` and ``worker_index`` reach each env's creator (``lib.envs.make_env``).
+    ``scale_rewards`` trains on rewards over the running deviation of the discounted return
+    (``lib.normalize.RewardScaler``); finished episodes still report the env's own.
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -58,7 +61,8 @@ class VectorActor:
                  clip_rewards: bool = False, screen_size: int | None = None,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
-                 return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0):
+                 return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
+                 scale_rewards: bool = False):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -70,6 +74,7 @@ class VectorActor:
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size, env_config=env_config,
                                     worker_index=worker_index)
+        self.reward_scaler = RewardScaler(self.envs.num_envs, gamma) if scale_rewards else None
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,
                                             lam=return_lambda)
@@ -98,10 +103,11 @@ class VectorActor:
         else:
             next_values = next_values.cpu().numpy()
             final_values = None if self.accumulator.next_step_reset else self._final_values(truncated, infos)
+        trained_rewards = None if self.reward_scaler is None else self.reward_scaler(rewards, terminated | truncated)
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values, final_values=final_values, policy_version=policy_version,
-            log_probs=log_probs,
+            log_probs=log_probs, trained_rewards=trained_rewards,
         )
         episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
         if self.joint_rows and batch is not None:

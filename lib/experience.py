@@ -147,6 +147,7 @@ class NStepAccumulator:
         final_values: np.ndarray | None = None,
         policy_version: int | None = None,
         log_probs: np.ndarray | None = None,
+        trained_rewards: np.ndarray | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
@@ -159,7 +160,8 @@ class NStepAccumulator:
         ``policy_version``, the optimizer step of the weights that chose ``actions``, labels
         each row those actions start (``policy_versions``), when given. ``log_probs`` of
         ``actions`` under those weights add the rollout columns (``log_probs``, ``env_ids``,
-        ``ends``).
+        ``ends``). ``trained_rewards``, where given, are what the rows sum instead of the
+        rewards (scaled ones); the episodes' returns are the rewards'.
         """
         with_values = next_values is not None
         if self.lam < 1.0 and not with_values:
@@ -171,7 +173,10 @@ class NStepAccumulator:
             if self._resetting[env_index] or (active is not None and not active[env_index]):
                 continue
             reward = float(rewards[env_index])
-            trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
+            if trained_rewards is not None:
+                trained_reward = float(trained_rewards[env_index])
+            else:
+                trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
             next_value = self._next_value(env_index, terminated, truncated, next_values, final_values)
             pending.append((observations[env_index], actions[env_index], trained_reward,

@@ -10,6 +10,7 @@ from torch import nn
 
 from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
 from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
+from lib.normalize import ObservationNormalizer
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden
@@ -153,13 +154,16 @@ class MlpA2C(nn.Module):
 
     With a ``DiagGaussian`` distribution (Box actions) the policy MLP gives the means, its
     last layer initialised orthogonally at gain 0.01 so that they start near 0, and a
-    state-independent log-std (starting at 0) follows them in the policy head.
+    state-independent log-std (starting at 0) follows them in the policy head. With
+    ``normalize_observations`` both MLPs see the observations standardised by running
+    statistics the learner keeps up (``lib.normalize.ObservationNormalizer``).
     """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = 128,
-                 distribution: Categorical | DiagGaussian = CATEGORICAL):
+                 distribution: Categorical | DiagGaussian = CATEGORICAL, normalize_observations: bool = False):
         super().__init__()
         self.distribution = distribution
+        self.normalizer = ObservationNormalizer(observation_size) if normalize_observations else None
         self.policy = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
         self.value = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
@@ -171,20 +175,25 @@ class MlpA2C(nn.Module):
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         observations = observations.float()
+        if self.normalizer is not None:
+            observations = self.normalizer(observations)
         head = self.policy(observations)
         if self.distribution.continuous:
             head = torch.cat([head, self.log_std.expand_as(head)], dim=-1)
         return head, self.value(observations).squeeze(-1)
 
 
-def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature") -> nn.Module:
+def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
+              normalize_observations: bool = False) -> nn.Module:
     """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors
-    (a Gaussian policy for Box actions)."""
+    (a Gaussian policy for Box actions; running observation statistics with
+    ``normalize_observations``)."""
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
     distribution = (DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
                     if env_info.continuous else CATEGORICAL)
-    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution,
+                  normalize_observations=normalize_observations)
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

@@ -126,3 +126,13 @@ def test_box_actions_train_save_and_act_within_the_bounds(tmp_path, algo):
 def test_an_algorithm_for_discrete_actions_refuses_a_box(tmp_path):
     with pytest.raises(ConfigError, match="--algo dqn takes Discrete actions and Pendulum-v1's are a Box"):
         Trainer(env="Pendulum-v1", algo="dqn", logdir=str(tmp_path))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5"])
+def test_mujoco_envs_run_with_the_box_preset(tmp_path, env_id):
+    pytest.importorskip("mujoco", reason="gymnasium's MuJoCo envs: pip install -e '.[mujoco]'")
+    with Trainer(env=env_id, algo="ppo", preset="box", normalize_observations=True, scale_rewards=True,
+                 processes=2, envs_per_process=2, rollout_length=64, logdir=str(tmp_path)) as trainer:
+        result = trainer.train(frames=2000)
+    assert result["frames"] >= 2000 and result["policy_version"] > 0

@@ -37,6 +37,11 @@ class ActorCriticSettings:
     entropy_decay_frames: int = option("frames over which the entropy bonus falls linearly to a tenth "
                                        "of --entropy-beta, then holds (0: constant)", None, at_least=0,
                                        family=True)
+    normalize_observations: bool = option("vector observations standardised by running statistics the "
+                                          "learner keeps in the net (saved with it, used in play)", None,
+                                          family=True)
+    scale_rewards: bool = option("each worker divides the rewards it trains on by the running deviation "
+                                 "of the discounted return", None, family=True)
 
 
 @dataclass(frozen=True)
@@ -49,13 +54,15 @@ class ActorCriticPreset(Preset):
     conv: str = "nature"
     lr_decay_frames: int = 0
     entropy_decay_frames: int = 0
+    normalize_observations: bool = False
+    scale_rewards: bool = False
     bf16: bool = False
 
 
 class ActorCritic(Algorithm):
     """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
 
-    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature"}
+    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False}
     box_actions = True
 
     def check(self, config: Config, atari: bool) -> None:
@@ -63,6 +70,12 @@ class ActorCritic(Algorithm):
             raise ConfigError("--heads shared is for the Atari net; vector observations use separate MLPs")
         if config.conv == "small" and not atari:
             raise ConfigError("--conv small is for the Atari net; vector observations use MLPs")
+        if config.normalize_observations and atari:
+            raise ConfigError("--normalize-observations is for vector observations; Atari frames are scaled "
+                              "to [0, 1] in the net")
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        return {**super().acting_options(config, worker_id), "scale_rewards": config.scale_rewards}
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.models import build_net

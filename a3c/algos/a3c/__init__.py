@@ -84,6 +84,9 @@ class A3C(ActorCritic):
             parse_lr_schedule(config.lr_schedule)
         except ValueError as error:
             raise ConfigError(f"--lr-schedule {config.lr_schedule!r}: {error}") from None
+        if config.mode == "grads" and config.normalize_observations:
+            raise ConfigError("--normalize-observations is for data mode: the learner keeps the statistics "
+                              "from the rows it receives, and in grads mode it receives none")
         if config.mode == "grads" and config.lr_schedule:
             raise ConfigError("--lr-schedule is for data mode: in grads mode the learner does not "
                               "count frames")

@@ -29,6 +29,7 @@ from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import LossStats, batch_loss, loss_gradients
 from lib.loss import LossSettings, LossTerms
+from lib.normalize import observe
 
 
 @dataclass
@@ -212,6 +213,7 @@ class TransitionSteps:
         return self.passes
 
     def consume(self, message: Transitions) -> list[StepStats]:
+        observe(self.learner.net, message.batch.states)  # each row's observation once, as it arrives
         self.buffer.add(message.batch)
         steps = []
         while (batch := self.buffer.pop_batch()) is not None:

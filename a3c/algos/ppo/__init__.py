@@ -56,7 +56,7 @@ class PPO(ActorCritic):
         return rollout_rows(vars(config))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
-        return {"send_log_probs": True}
+        return {**super().acting_options(config, worker_id), "send_log_probs": True}
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> PPOLearner:

@@ -20,6 +20,7 @@ from lib.advantages import continues, gae, next_values, sequence_order, vtrace
 from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
+from lib.normalize import observe
 from lib.ppo_loss import PPOLossSettings, ppo_loss
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class PPOLearner:
         """Advantages and value targets of a rollout, under the weights as they are now."""
         batch, continuing = in_sequence_order(parts)
         states = torch.as_tensor(batch.states).to(self.device)
+        observe(self.net, states)  # the rollout's observations join the normalizer's statistics first
         actions = torch.as_tensor(batch.actions).to(self.device)
         head, values = evaluate(self.net, states, self.config.bf16)
         log_probs = self.distribution.log_prob(head, actions).cpu().numpy()

@@ -66,11 +66,12 @@ def vector_preset(cores: int) -> PPOPreset:
 def box_preset(cores: int) -> PPOPreset:
     """Box actions (MuJoCo, Pendulum): the PPO paper's MuJoCo values (2,048 rows a rollout,
     10 passes of 32 minibatches of 64, clip 0.2, lambda 0.95, no entropy bonus) at lr 3e-4
-    falling to a tenth over 1M frames, on 8 envs of 256 steps."""
+    falling to a tenth over 1M frames, on 8 envs of 256 steps, with the MuJoCo baselines'
+    running observation statistics and return-scaled rewards."""
     return PPOPreset(**process_layout(cores, envs_in_total=8), batch_size=64, reward_steps=1, gamma=0.99,
                      lr=3e-4, clip_grad=0.5, adam_eps=1e-5, entropy_beta=0.0, value_weight=0.5,
                      rollout_length=256, epochs=10, minibatches=32, gae_lambda=0.95, clip_range=0.2,
-                     lr_decay_frames=1_000_000)
+                     lr_decay_frames=1_000_000, normalize_observations=True, scale_rewards=True)
 
 
 def rollout_rows(values: Mapping[str, Any]) -> int:
