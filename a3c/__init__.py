@@ -15,9 +15,10 @@ from typing import Any
 _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer",
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
             "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
-            "register_env": "lib.user_envs", "EnvContext": "lib.user_envs"}
+            "register_env": "lib.user_envs", "EnvContext": "lib.user_envs",
+            "pretty_print": "a3c.lifecycle.reporter"}
 __all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "Reporter", "RunEnded", "Trainer",
-           "register_env"]
+           "pretty_print", "register_env"]
 
 
 def __getattr__(name: str) -> Any:

@@ -31,6 +31,11 @@ from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvFamily, EnvIn
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 
+STOP_KEYS = ("frames", "transitions", "episodes", "episode_reward_mean", "episode_reward_max",
+             "episode_reward_min", "episode_len_mean", "episodes_total", "timesteps_total", "training_iteration",
+             "policy_version", "seconds")
+"""Result keys a ``stop`` criterion may name: the run's own, known before it starts."""
+
 ATARI_STOP_REWARDS = {"Pong": 18.0}
 BACKENDS = ("mp", "ray")
 
@@ -56,6 +61,9 @@ class RunSettings:
                                     "unset)", None, at_least=1)
     max_seconds: float | None = option("time budget in seconds of training, from the start of the "
                                        "workers (unlimited if unset)", None, above=0.0)
+    stop: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
+        "KEY=VALUE: end the run after the first report whose result KEY is at least VALUE (repeatable; "
+        "any holds). Keys: " + ", ".join(STOP_KEYS), None)
     seed: int = option("seed of the whole run", 0)
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     cuda: bool = option("train on the GPU", False)
@@ -213,10 +221,21 @@ def build_parser() -> argparse.ArgumentParser:
             family_or_on = setting.metadata["family"] or setting.default is True
             action = argparse.BooleanOptionalAction if family_or_on else "store_true"
             group.add_argument(*names, action=action, **extra)
+        elif setting.name == "stop":
+            group.add_argument(*names, action="append", type=stop_pair, **extra)
         else:
             group.add_argument(*names, type=json_object if kind is dict else kind, choices=choices,
                                required=setting.name == "name", **extra)
     return parser
+
+
+def stop_pair(text: str) -> tuple[str, float]:
+    """``--stop KEY=VALUE``."""
+    key, _, value = text.partition("=")
+    try:
+        return key.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE with a number") from None
 
 
 def json_object(text: str) -> dict:
@@ -242,6 +261,8 @@ def make_config(**settings: Any) -> Config:
     for name, value in settings.items():
         if value is not None or not KEYWORDS[name].metadata["family"]:
             values[KEYWORDS[name].name] = value
+    if isinstance(values.get("stop"), list):  # --stop KEY=VALUE, repeated
+        values["stop"] = dict(values["stop"])
     _check_types(values)
     if values["algo"] not in algorithm_names():
         raise ConfigError(f"--algo must be one of {', '.join(algorithm_names())}, got {values['algo']!r}")
@@ -332,6 +353,11 @@ def validate(config: Config, family: EnvFamily) -> None:
         parse_address(config.ray_address)
     if config.screen_size is not None and not family.atari:
         raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
+    for key, bound in (config.stop or {}).items():
+        if key not in STOP_KEYS:
+            raise ConfigError(f"--stop {key}: not a result key a run can stop on; those are {', '.join(STOP_KEYS)}")
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+            raise ConfigError(f"--stop {key}: the bound must be a number, got {bound!r}")
     if config.env_config and (family.atari or family.multiagent):
         raise ConfigError(f"--env-config is for envs made one by one with gymnasium.make or a registered "
                           f"creator; {config.env_id} is made another way")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from a3c.config import KEYWORDS, ConfigError, make_config, value_type
+from a3c.config import KEYWORDS, ConfigError, make_config, stop_pair, value_type
 from a3c.transport.ray_cluster import check_address, connect, disconnect
 
 
@@ -153,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--logdir", default="runs", help="root of the sweep's folder")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="each trial's time budget")
     parser.add_argument("--max-frames", type=int, default=None, help="each trial's frame budget")
+    parser.add_argument("--stop", action="append", type=stop_pair, default=[], metavar="KEY=VALUE",
+                        help="each trial ends once its result KEY is at least VALUE (repeatable; run_a3c.py's keys)")
     parser.add_argument("--ray-address", default=None, help="a running Ray cluster (default: a local Ray)")
     return parser
 
@@ -166,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
         grid = parse_grid(args.grid)
         trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
-                   "max_seconds": args.max_seconds, "max_frames": args.max_frames}
+                   "max_seconds": args.max_seconds, "max_frames": args.max_frames, "stop": dict(args.stop) or None}
                   for combo in combinations(grid) for seed in range(args.seeds)]
         # every trial's settings checked before Ray starts; a trial keeps its workers and
         # the learner's threads busy

@@ -32,6 +32,7 @@ class RewardTracker:
         self.recent_rewards: collections.deque[float] = collections.deque(
             recent_rewards, maxlen=MEAN_WINDOW
         )
+        self.recent_lengths: collections.deque[int] = collections.deque(maxlen=MEAN_WINDOW)
         self.best_mean_reward: float | None = None
         self.worst_mean_reward: float | None = None
         """The lowest mean over a full window (a run's level before it learned, or after a collapse)."""
@@ -57,6 +58,7 @@ class RewardTracker:
             self.writer.add_scalar(f"episode/agent_reward/{agent}", agent_reward, frame)
             self.writer.add_scalar(f"episode/agent_reward_100/{agent}", float(np.mean(window)), frame)
         self.recent_rewards.append(reward)
+        self.recent_lengths.append(length)
         mean_reward = self.mean_reward
         self.writer.add_scalar("episode/reward", reward, frame)
         self.writer.add_scalar("episode/reward_100", mean_reward, frame)

@@ -5,6 +5,8 @@ traceback, a restart) to stderr, since those need a person whichever way the run
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 
 class Reporter:
@@ -23,3 +25,29 @@ class ConsoleReporter(Reporter):
 
     def info(self, text: str) -> None:
         print(text, flush=True)
+
+
+def pretty_print(result: Mapping[str, Any], indent: int = 0) -> str:
+    """A ``train()`` result as YAML-like text, RLlib's way: keys sorted, a nested dict
+    indented under its key, floats to six significant digits, None as null."""
+    lines = []
+    for key in sorted(result):
+        value = result[key]
+        if isinstance(value, Mapping) and value:
+            lines.append(f"{' ' * indent}{key}:")
+            lines.append(pretty_print(value, indent + 2))
+        else:
+            lines.append(f"{' ' * indent}{key}: {_shown(value)}")
+    return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, Mapping):
+        return "{}"
+    return str(value)

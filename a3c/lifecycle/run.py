@@ -28,7 +28,7 @@ from lib.denormals import flush_denormals
 from lib.envs import EnvInfo
 from lib.trackers import RewardTracker
 
-EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0,
+EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0, "stop_criterion": 0,
               "interrupted": 130, "terminated": 143}
 """Exit code of each ending; every other reason (worker_died, non_finite, error) exits 1."""
 

@@ -137,11 +137,15 @@ class Trainer:
 
         Returns a flat dict: counters, ``episode_reward_mean`` (mean-100, None before the
         first episode), rates, the iteration's mean loss terms, ``policy_lag``, ``seconds``,
-        ``done`` and ``reason`` (as in summary.json), ``eval/...`` after an evaluation.
+        ``done`` and ``reason`` (as in summary.json), ``eval/...`` after an evaluation; and
+        RLlib's keys (``episode_reward_max``/``min`` and ``episode_len_mean`` over the last 100
+        episodes, ``episodes_this_iter``, ``episodes_total``, ``timesteps_total``: agent steps,
+        ``training_iteration``, ``custom_metrics``). The run ends ("stop_criterion") after the
+        first iteration where a ``stop`` key's value reaches its bound.
         """
         self._start()
         run = self._run
-        started, start_frames = time.monotonic(), run.counters.frames
+        started, start_frames, start_episodes = time.monotonic(), run.counters.frames, run.counters.episodes
         if seconds is None and frames is None:
             seconds = self.config.report_interval
         iteration_end = None if seconds is None else started + seconds
@@ -165,7 +169,8 @@ class Trainer:
         iteration_seconds = time.monotonic() - started
         self._seconds += iteration_seconds
         self._iterations += 1
-        result = self._result(step_means, run.counters.frames - start_frames, iteration_seconds)
+        result = self._result(step_means, run.counters.frames - start_frames, iteration_seconds,
+                              run.counters.episodes - start_episodes)
         try:
             if self.config.eval_every and self._iterations % self.config.eval_every == 0 and reason is None:
                 result.update(self.evaluate())
@@ -174,7 +179,7 @@ class Trainer:
         except BaseException as exc:
             self._end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
             raise
-        reason = reason or self._stop_reason
+        reason = reason or self._stop_reason or stop_criterion_met(self.config.stop, result)
         if reason is not None:
             self._end(reason)
             result.update(done=True, reason=reason, message=message)
@@ -354,12 +359,20 @@ class Trainer:
     def _act_greedily(self, observation: np.ndarray) -> int | np.ndarray:
         return self.compute_action(observation, greedy=True)
 
-    def _result(self, step_means: StepMeans, frames: int, seconds: float) -> dict[str, Any]:
-        run = self._run
+    def _result(self, step_means: StepMeans, frames: int, seconds: float, episodes: int) -> dict[str, Any]:
+        run, rewards = self._run, self._run.rewards
         return {
             **dataclasses.asdict(run.counters),
-            "episode_reward_mean": run.rewards.mean_reward,
-            "episode_reward_best": run.rewards.best_mean_reward,
+            "episode_reward_mean": rewards.mean_reward,
+            "episode_reward_best": rewards.best_mean_reward,
+            "episode_reward_max": max(rewards.recent_rewards, default=None),
+            "episode_reward_min": min(rewards.recent_rewards, default=None),
+            "episode_len_mean": float(np.mean(rewards.recent_lengths)) if rewards.recent_lengths else None,
+            "episodes_this_iter": episodes,
+            "episodes_total": run.counters.episodes,
+            "timesteps_total": run.counters.transitions,
+            "training_iteration": self._iterations,
+            "custom_metrics": {},
             "frames_per_second": frames / seconds if seconds > 0 else 0.0,
             "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
             "policy_version": run.learner.policy_version,
@@ -371,6 +384,16 @@ class Trainer:
             "reason": None,
             "run_dir": str(run.run_dir),
         }
+
+
+def stop_criterion_met(stop: Mapping[str, float] | None, result: Mapping[str, Any]) -> str | None:
+    """"stop_criterion" when any ``stop`` key's value in ``result`` is at least its bound
+    (Tune's rule), else None."""
+    for key, bound in (stop or {}).items():
+        value = result.get(key)
+        if value is not None and value >= bound:
+            return "stop_criterion"
+    return None
 
 
 def exit_code(reason: str) -> int:
