@@ -49,7 +49,8 @@ class VectorActor:
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
     ``env_config`` and ``worker_index`` reach each env's creator (``lib.envs.make_env``).
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
-    (``lib.normalize.RewardScaler``); finished episodes still report the env's own.
+    (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
+    first ``random_steps`` vector steps act uniformly at random (``--random-frames``).
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -62,11 +63,12 @@ class VectorActor:
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
-                 scale_rewards: bool = False):
+                 scale_rewards: bool = False, random_steps: int = 0):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
         self.distribution = policy_distribution(net)
+        self.random_steps = random_steps
         self.choose_actions = choose_actions or self.distribution.sample
         self.send_last_states = send_last_states
         self.policy_version = policy_version
@@ -88,10 +90,15 @@ class VectorActor:
     def step(self) -> ActorStep:
         """Act on the last observations with the logits already computed for them, step the
         envs, and evaluate what came back."""
-        chosen = self.choose_actions(self._logits)
         log_probs = None
-        if self.send_log_probs:
-            log_probs = self.distribution.log_prob(self._logits.float(), chosen).cpu().numpy()
+        if self.random_steps > 0:  # --random-frames: the behaviour policy is the uniform one
+            self.random_steps -= 1
+            chosen, uniform_log_probs = self.distribution.uniform(self._logits)
+            log_probs = uniform_log_probs.cpu().numpy() if self.send_log_probs else None
+        else:
+            chosen = self.choose_actions(self._logits)
+            if self.send_log_probs:
+                log_probs = self.distribution.log_prob(self._logits.float(), chosen).cpu().numpy()
         actions = chosen.cpu().numpy()
         policy_version = self._logits_policy_version
         next_observations, rewards, terminated, truncated, infos = self.envs.step(

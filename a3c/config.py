@@ -64,6 +64,9 @@ class RunSettings:
     stop: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
         "KEY=VALUE: end the run after the first report whose result KEY is at least VALUE (repeatable; "
         "any holds). Keys: " + ", ".join(STOP_KEYS), None)
+    random_frames: int = option("uniformly random actions for the run's first N frames, then the "
+                                "algorithm's own (every algorithm; each worker counts its share)", 0,
+                                at_least=0)
     seed: int = option("seed of the whole run", 0)
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     cuda: bool = option("train on the GPU", False)

@@ -6,6 +6,7 @@ anything starts."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 
 from a3c.algos import algorithm_names, get_algorithm
@@ -36,6 +37,10 @@ def preflight(config: Config) -> EnvInfo:
             parse_policy_mapping(config.policies, env_info.agents)
         except PolicyMappingError as exc:
             raise ConfigError(str(exc)) from exc
+    if config.random_frames and env_info.continuous and not all(
+            math.isfinite(bound) for bound in (*env_info.action_low, *env_info.action_high)):
+        raise ConfigError(f"--random-frames draws Box actions uniformly within their bounds; "
+                          f"{config.env_id}'s are unbounded")
     algorithm = get_algorithm(config.algo)
     if env_info.continuous and not algorithm.box_actions:
         boxed = ", ".join(name for name in algorithm_names() if get_algorithm(name).box_actions)

@@ -1,5 +1,6 @@
 """Schedules of a setting over the frames trained on, pure so that settings can check them
-before any process starts: ``--lr-schedule``'s piecewise-linear factors of the rate."""
+before any process starts: ``--lr-schedule``'s piecewise-linear factors of the rate, and
+``--epsilon-schedule``'s linear fall of DQN's exploration."""
 from __future__ import annotations
 
 import bisect
@@ -43,3 +44,28 @@ def scheduled(points: LrSchedule, frames: int) -> float:
         return points[i][1]
     (start, low), (end, high) = points[i], points[i + 1]
     return low + (high - low) * (frames - start) / (end - start)
+
+
+EpsilonSchedule = tuple[float, float, int]
+"""(initial epsilon, final epsilon, frames over which it falls linearly)."""
+
+
+def parse_epsilon_schedule(text: str) -> EpsilonSchedule | None:
+    """``--epsilon-schedule``'s "INITIAL,FINAL,FRAMES"; empty text: none. ValueError on anything else."""
+    if not text.strip():
+        return None
+    parts = text.split(",")
+    if len(parts) != 3:
+        raise ValueError(f"{text!r} is not INITIAL,FINAL,FRAMES")
+    initial, final, frames = float(parts[0]), float(parts[1]), float(parts[2])
+    if not (0.0 <= final <= 1.0 and 0.0 <= initial <= 1.0):
+        raise ValueError("the epsilons must be within [0, 1]")
+    if not (math.isfinite(frames) and frames > 0 and frames == int(frames)):
+        raise ValueError(f"frames {parts[2].strip()!r} are not a whole number above 0")
+    return initial, final, int(frames)
+
+
+def epsilon_at(schedule: EpsilonSchedule, frames: float) -> float:
+    """The epsilon after ``frames`` frames: linear from the initial to the final one, then held."""
+    initial, final, span = schedule
+    return final + (initial - final) * max(0.0, 1.0 - frames / span)

@@ -35,6 +35,12 @@ class Categorical:
     def greedy(self, head: torch.Tensor) -> torch.Tensor:
         return head.argmax(dim=-1)
 
+    def uniform(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A uniformly random action per row and its log-probability under that uniform choice."""
+        count = head.shape[-1]
+        actions = torch.randint(count, head.shape[:-1], device=head.device)
+        return actions, torch.full(head.shape[:-1], -math.log(count), device=head.device)
+
     def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Each row's log-probability of its action."""
         return F.log_softmax(head, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
@@ -67,6 +73,13 @@ class DiagGaussian:
 
     def greedy(self, head: torch.Tensor) -> torch.Tensor:
         return self._split(head)[0]
+
+    def uniform(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """An action drawn uniformly within the bounds per row, and its log-density."""
+        low = torch.tensor(self.low, device=head.device)
+        high = torch.tensor(self.high, device=head.device)
+        actions = low + (high - low) * torch.rand(*head.shape[:-1], self.size, device=head.device)
+        return actions, torch.full(head.shape[:-1], -float(torch.log(high - low).sum()), device=head.device)
 
     def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """The sum over dimensions of each normal's log-density at the action."""

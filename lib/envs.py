@@ -57,6 +57,12 @@ def _register_atari() -> None:
 _register_atari()
 
 
+def run_frames_per_step(config: Any) -> int:
+    """Env frames the whole run advances per vector step of one worker (every worker's envs
+    step once): what a worker multiplies its own steps by to estimate the run's frames."""
+    return config.processes * config.envs_per_process * (ATARI_FRAME_SKIP if is_atari(config.env_id) else 1)
+
+
 def is_atari(env_id: str) -> bool:
     """True when the registered entry point is the Arcade Learning Environment."""
     return env_family(env_id).atari

@@ -85,6 +85,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],
      "--return-lambda is a setting of --algo a3c, not of --algo ppo"),
     (["-n", "x", "--algo", "ppo", "--preset", "box"], "--preset box is for Box actions"),
+    (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--epsilon-schedule", "1,0.02"], "is not INITIAL,FINAL,FRAMES"),
+    (["-n", "x", "--env", "CartPole-v1", "--random-frames", "-1"], "--random-frames"),
     (["-n", "x", "--env", "CartPole-v1", "--stop", "loss_total=1"], "--stop loss_total: not a result key"),
     (["-n", "x", "--env", "CartPole-v1", "--stop", "training_iteration"], "is not KEY=VALUE with a number"),
     (["-n", "x", "--env", "CartPole-v1", "--env-config", "[1, 2]"], "--env-config: must be a JSON object"),

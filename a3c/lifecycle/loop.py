@@ -146,6 +146,9 @@ class EventLoop:
         self.load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                          self.pool.child_wait_seconds(), run.rewards.mean_reward)
         self._roll_back_if_locked()
+        if self.config.random_frames:
+            run.writer.add_scalar("train/random_actions", float(run.counters.frames < self.config.random_frames),
+                                  run.counters.frames)
         run.learner.log_interval(run.writer, run.counters.frames)
 
     def _roll_back_if_locked(self) -> None:

@@ -17,6 +17,7 @@ from a3c.transport.channel import ChildChannel
 from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
+from lib.envs import run_frames_per_step
 from lib.experience import TransitionBatch
 from lib.user_envs import install_creators
 
@@ -71,6 +72,7 @@ def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
     return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
                        policy_version, seed, config.bf16, config.clip_rewards, config.screen_size,
                        env_config=config.env_config, worker_index=worker_id,
+                       random_steps=-(-config.random_frames // run_frames_per_step(config)),
                        **algorithm.acting_options(config, worker_id))
 
 

@@ -17,6 +17,7 @@ from a3c.algos.dqn.settings import (
     VECTOR_REPLAY,
     DQNSettings,
 )
+from a3c.schedules import parse_epsilon_schedule
 from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ class DQN(Algorithm):
         return {**dataclasses.asdict(preset), **(ATARI_REPLAY if atari else VECTOR_REPLAY)}
 
     def check(self, config: Config, atari: bool) -> None:
+        try:
+            parse_epsilon_schedule(config.epsilon_schedule)
+        except ValueError as error:
+            raise ConfigError(f"--epsilon-schedule {config.epsilon_schedule!r}: {error}") from None
         if config.learning_starts > config.replay_size:
             raise ConfigError(f"--learning-starts {config.learning_starts:,} is above --replay-size "
                               f"{config.replay_size:,}: the buffer would never hold enough to learn")

@@ -18,6 +18,7 @@ from torch import nn
 from a3c.algos.dqn.acting import env_epsilons
 from a3c.algos.replay import ReplaySteps
 from a3c.learner import clip_and_step, make_adam, new_version_counter
+from a3c.schedules import epsilon_at, parse_epsilon_schedule
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
 from lib.models import forward
@@ -162,7 +163,10 @@ class DQNLearner:
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
         """The replay ratio over the interval since the last call: transitions sampled per
         transition received (once learning has started), which shows a deviation from
-        ``--replay-ratio`` that the run's total would average away."""
+        ``--replay-ratio`` that the run's total would average away; the scheduled epsilon."""
+        schedule = parse_epsilon_schedule(self.config.epsilon_schedule)
+        if schedule is not None:
+            writer.add_scalar("train/epsilon", epsilon_at(schedule, frame), frame)
         if self.steps is None:
             return
         received, sampled = self.steps.received, self.steps.sampled

@@ -31,6 +31,9 @@ class DQNSettings(ReplaySettings):
                                "itself); without it a resumed run refills it first", False)
     epsilon_alpha: float = option("dqn: how fast the envs' epsilons fall from the first to the "
                                   "last", 7.0, at_least=0.0)
+    epsilon_schedule: str = option("dqn: INITIAL,FINAL,FRAMES: every env's epsilon falls linearly from "
+                                   "INITIAL to FINAL over FRAMES frames of the run, then holds (RLlib's "
+                                   "EpsilonGreedy), instead of the Ape-X epsilons", "")
 
 
 def vector_preset(cores: int) -> Preset:
