@@ -6,8 +6,10 @@ buffer) steps envs with the same code.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -15,6 +17,7 @@ from torch import nn
 
 from lib.distributions import policy_distribution
 from lib.envs import make_vector_env
+from lib.episodes import Episode, EpisodeCallbacks
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from lib.models import evaluate
 from lib.multiagent import joint_transitions
@@ -48,6 +51,8 @@ class VectorActor:
     rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
     ``env_config`` and ``worker_index`` reach each env's creator (``lib.envs.make_env``).
+    ``callbacks`` run their worker-side hooks at each env's episode start, step and end
+    (``lib.episodes``); their custom metrics go with the finished episodes.
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
     (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
     first ``random_steps`` vector steps act uniformly at random (``--random-frames``).
@@ -63,7 +68,7 @@ class VectorActor:
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
-                 scale_rewards: bool = False, random_steps: int = 0):
+                 scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = ()):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -81,6 +86,12 @@ class VectorActor:
                                             self.envs.metadata["autoreset_mode"], clip_rewards,
                                             lam=return_lambda)
         self._observations, _ = self.envs.reset(seed=seed)
+        self.episode_callbacks = None
+        if callbacks and not hasattr(self.envs, "agents"):  # single-agent envs: an episode an env
+            self.episode_callbacks = EpisodeCallbacks(callbacks, self.envs, worker_index)
+            self._callback_resetting = np.zeros(self.envs.num_envs, dtype=bool)
+            for env_index, observation in enumerate(self._observations):
+                self.episode_callbacks.start(env_index, observation)
         self._logits_policy_version = policy_version()
         self._logits, _ = self._evaluate(self._observations)
 
@@ -116,11 +127,40 @@ class VectorActor:
             next_values=next_values, final_values=final_values, policy_version=policy_version,
             log_probs=log_probs, trained_rewards=trained_rewards,
         )
+        if self.episode_callbacks is not None:
+            ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)
+            episodes = [dataclasses.replace(episode, custom_metrics=ended[episode.env_index].custom_metrics,
+                                            hist_data=ended[episode.env_index].hist_data) for episode in episodes]
         episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
         if self.joint_rows and batch is not None:
             batch = joint_transitions(batch, self.envs.agents)
         self._observations = next_observations
         return ActorStep(batch, episodes)
+
+    def _run_episode_callbacks(self, actions: np.ndarray, rewards: np.ndarray, terminated: np.ndarray,
+                               truncated: np.ndarray, next_observations: np.ndarray,
+                               infos: dict) -> dict[int, Episode]:
+        """The child-side hooks for this step of every env; the episodes that ended, by env.
+        With NEXT_STEP autoreset an env's step after its episode's end is the reset (the
+        accumulator skips it too), so its new episode starts there."""
+        ended: dict[int, Episode] = {}
+        callbacks = self.episode_callbacks
+        for env_index in range(len(rewards)):
+            if self._callback_resetting[env_index]:
+                self._callback_resetting[env_index] = False
+                callbacks.start(env_index, next_observations[env_index])
+                continue
+            done = bool(terminated[env_index] or truncated[env_index])
+            final = done and not self.accumulator.next_step_reset
+            observation = infos["final_obs"][env_index] if final else next_observations[env_index]
+            callbacks.step(env_index, observation, actions[env_index], float(rewards[env_index]), {})
+            if done:
+                ended[env_index] = callbacks.end(env_index)
+                if self.accumulator.next_step_reset:
+                    self._callback_resetting[env_index] = True
+                else:
+                    callbacks.start(env_index, next_observations[env_index])
+        return ended
 
     def _final_values(self, truncated: np.ndarray, infos: dict) -> np.ndarray | None:
         """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""

@@ -64,6 +64,8 @@ class RunSettings:
     stop: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
         "KEY=VALUE: end the run after the first report whose result KEY is at least VALUE (repeatable; "
         "any holds). Keys: " + ", ".join(STOP_KEYS), None)
+    callbacks: str = option("module:Class of an a3c.Callback subclass run at the run's events (its "
+                            "episode hooks in every worker); several comma-separated", "")
     random_frames: int = option("uniformly random actions for the run's first N frames, then the "
                                 "algorithm's own (every algorithm; each worker counts its share)", 0,
                                 at_least=0)

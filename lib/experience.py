@@ -94,6 +94,11 @@ class EpisodeResult:
     reward: float
     length: int
     agent_rewards: tuple[float, ...] = ()
+    env_index: int = -1
+    """Which of its worker's envs played it (-1 where not known)."""
+    custom_metrics: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """What the worker's ``on_episode_end`` callbacks recorded (``lib.episodes``)."""
+    hist_data: Mapping[str, Sequence[float]] = dataclasses.field(default_factory=dict)
 
 
 class NStepAccumulator:
@@ -195,7 +200,8 @@ class NStepAccumulator:
                 while pending:
                     emitted.append(self._pop_first(pending, bootstrap, env_index, ends=True))
                 episodes.append(EpisodeResult(
-                    float(self._episode_rewards[env_index]), int(self._episode_lengths[env_index])
+                    float(self._episode_rewards[env_index]), int(self._episode_lengths[env_index]),
+                    env_index=env_index,
                 ))
                 self._episode_rewards[env_index] = 0.0
                 self._episode_lengths[env_index] = 0

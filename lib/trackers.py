@@ -14,6 +14,8 @@ MEAN_WINDOW = 100
 class ScalarWriter(Protocol):
     def add_scalar(self, tag: str, scalar_value: float, global_step: int) -> None: ...
 
+    def add_histogram(self, tag: str, values: np.ndarray, global_step: int) -> None: ...
+
 
 class RewardTracker:
     """Finished-episode returns: logs each one and the mean of the last 100.
@@ -33,6 +35,8 @@ class RewardTracker:
             recent_rewards, maxlen=MEAN_WINDOW
         )
         self.recent_lengths: collections.deque[int] = collections.deque(maxlen=MEAN_WINDOW)
+        self.custom: dict[str, collections.deque[float]] = {}
+        """Each custom metric's values over the last ``MEAN_WINDOW`` episodes that recorded it."""
         self.best_mean_reward: float | None = None
         self.worst_mean_reward: float | None = None
         """The lowest mean over a full window (a run's level before it learned, or after a collapse)."""
@@ -52,7 +56,17 @@ class RewardTracker:
         """Each agent's mean return over its last 100 episodes (none before the first)."""
         return {agent: float(np.mean(window)) for agent, window in self.agent_rewards.items() if window}
 
-    def record(self, reward: float, length: int, frame: int, agent_rewards: Sequence[float] = ()) -> bool:
+    def record(self, reward: float, length: int, frame: int, agent_rewards: Sequence[float] = (),
+               custom_metrics: Mapping[str, float] | None = None,
+               hist_data: Mapping[str, Sequence[float]] | None = None) -> bool:
+        """Log a finished episode (and the custom metrics and histograms its worker's callbacks
+        recorded, under ``custom/``); True once the run is solved."""
+        for name, value in (custom_metrics or {}).items():
+            self.custom.setdefault(name, collections.deque(maxlen=MEAN_WINDOW)).append(float(value))
+            self.writer.add_scalar(f"custom/{name}", float(value), frame)
+        for name, values in (hist_data or {}).items():
+            if len(values):
+                self.writer.add_histogram(f"custom/{name}", np.asarray(values, dtype=np.float64), frame)
         for (agent, window), agent_reward in zip(self.agent_rewards.items(), agent_rewards):
             window.append(agent_reward)
             self.writer.add_scalar(f"episode/agent_reward/{agent}", agent_reward, frame)
@@ -69,6 +83,14 @@ class RewardTracker:
             self.worst_mean_reward = mean_reward
             self.worst_spread = float(np.std(self.recent_rewards))
         return self.solved
+
+    def custom_summary(self) -> dict[str, float]:
+        """RLlib's ``custom_metrics``: NAME_mean, NAME_min and NAME_max over the recent window."""
+        summary = {}
+        for name, values in self.custom.items():
+            summary |= {f"{name}_mean": float(np.mean(values)), f"{name}_min": float(min(values)),
+                        f"{name}_max": float(max(values))}
+        return summary
 
     @property
     def solved(self) -> bool:

@@ -13,6 +13,7 @@ tests/test_ray_backend.py; prints one JSON object of what it saw, for that test 
    - ``--algo dqn`` for a few seconds: blocks reach the replay buffer and the learner steps;
    - ``--algo ppo`` on CartPole with two actors until solved;
    - tests/test_columns.py's algorithm: its own columns reach the learner intact;
+   - tests/test_callbacks.py's worker-side callback: its custom metrics from the actors;
    - a third node that imports other a3c code: refused in one ConfigError.
 2. ``run_a3c.py --backend ray`` with a Ray of its own, Ctrl-C: exit 130, a checkpoint, and
    none of the processes it started left; then ``--resume`` of that checkpoint on Ray, ended
@@ -190,6 +191,7 @@ def cluster_runs(logdir: Path) -> dict:
     from a3c import Trainer
     from a3c.config import ConfigError
     from a3c.transport.ray_cluster import check_address
+    from tests.test_callbacks import CountingMetrics
     from tests.test_columns import stamped_run
 
     head = ray_node("--head", f"--port={PORT}", "--num-cpus=5", "--include-dashboard=false")
@@ -259,6 +261,9 @@ def cluster_runs(logdir: Path) -> dict:
             seen["ppo"] = {"policy_lag": max((lag for lag in lags if lag is not None), default=None),
                            **{key: result[key] for key in ("reason", "frames", "policy_version")}}
         seen["columns"] = stamped_run(logdir, 2000, backend="ray", ray_address=ADDRESS, name="stamped")
+        with Trainer(env="tests.toy_envs:Counting-v0", backend="ray", ray_address=ADDRESS, processes=2,
+                     callbacks=[CountingMetrics()], logdir=str(logdir), name="callbacks", stop_reward=1e9) as trainer:
+            seen["callbacks"] = trainer.train(frames=1000)["custom_metrics"]
         third = ray_node(f"--address={ADDRESS}", "--num-cpus=1", code=other_code(logdir / "other"))
         wait_for_node(known={head_node, second_node})
         seen["other_code"] = refused_elsewhere(logdir)

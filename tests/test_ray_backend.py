@@ -95,6 +95,12 @@ def test_an_algorithms_own_columns_reach_the_learner_from_ray_actors(seen):
 
 
 @pytest.mark.timeout(600)
+def test_worker_side_callbacks_run_in_the_actors(seen):
+    metrics = seen["cluster"]["callbacks"]  # every Counting episode: 5 steps, a return of 15
+    assert (metrics["length_mean"], metrics["return_max"], metrics["last_t_min"]) == (5.0, 15.0, 5.0), metrics
+
+
+@pytest.mark.timeout(600)
 def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_a_resume_ends_by_sigterm(seen):
     own = seen["own"]
     assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["saved"], own["output"]

@@ -104,7 +104,7 @@ class Recorder(Callback):
         self.episodes, self.results, self.checkpoints = [], [], []
         self.stop_after = stop_after
 
-    def on_episode_end(self, trainer, episode):
+    def on_episode_result(self, trainer, episode):
         self.episodes.append(episode.length)
 
     def on_train_result(self, trainer, result):
@@ -154,7 +154,7 @@ class Curriculum(Callback):
     def __init__(self):
         self.length, self.seen, self.lengths = 5, 0, []
 
-    def on_episode_end(self, trainer, episode):
+    def on_episode_result(self, trainer, episode):
         self.lengths.append(episode.length)
         self.seen += episode.length == self.length
         if self.seen >= 20 and self.length < 9:

@@ -1,13 +1,23 @@
-"""Callbacks: code of the user's that a run calls at its events.
+"""Callbacks: code of the user's that a run calls at its events, in two places.
 
-Subclass ``Callback`` and override what you need. A callback gets the trainer, so it can log
+Subclass ``Callback`` and override what you need. In the workers (each gets its own copy,
+pickled by value): ``on_episode_start``, ``on_episode_step`` and ``on_episode_end``, with
+keyword arguments (``episode``: a ``lib.episodes.Episode`` with ``user_data``,
+``custom_metrics``, ``hist_data``, ``last_observation``, ``length``, ``total_reward``;
+``env``, ``env_index``, ``worker_index``; take ``**kwargs`` for the rest). What
+``on_episode_end`` puts in ``episode.custom_metrics`` reaches the result (``NAME_mean``,
+``_min``, ``_max`` over the last 100 episodes), TensorBoard and progress.jsonl;
+``hist_data`` becomes TensorBoard histograms. In the learner, with the trainer, which can log
 its own scalars (``trainer.log_scalar``), stop the run (``trainer.request_stop``) or give the
-envs a new task (``trainer.set_env_task``, curriculum learning). An exception raised in a
-callback ends the run as any failure does: workers stopped, checkpoint saved, the
-exception raised from ``train()``.
+envs a new task (``trainer.set_env_task``): ``on_episode_result``, ``on_sample_end``,
+``on_learn_on_batch``, ``on_train_result`` and ``on_checkpoint``. An exception in a callback,
+in a worker as in the learner, ends the run: workers stopped, checkpoint saved, the
+exception (with a worker's traceback) raised from ``train()``.
 """
 from __future__ import annotations
 
+import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,16 +25,58 @@ from lib.experience import EpisodeResult
 
 if TYPE_CHECKING:
     from a3c.lifecycle.trainer import Trainer
+    from lib.episodes import Episode
+
+
+CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")
 
 
 class Callback:
     """Does nothing at every event; subclasses override the events they want."""
 
-    def on_episode_end(self, trainer: Trainer, episode: EpisodeResult) -> None:
-        """A worker's env finished an episode (its undiscounted return and length)."""
+    # in the workers
+    def on_episode_start(self, *, episode: Episode, env: Any, env_index: int, **kwargs: Any) -> None:
+        """An env began an episode: ``episode.last_observation`` is its first observation."""
+
+    def on_episode_step(self, *, episode: Episode, env: Any, env_index: int, **kwargs: Any) -> None:
+        """An env took a step: ``episode.last_observation`` is where it led."""
+
+    def on_episode_end(self, *, episode: Episode, env: Any, env_index: int, **kwargs: Any) -> None:
+        """An env finished an episode; fill ``episode.custom_metrics`` and ``hist_data`` here."""
+
+    # in the learner
+    def on_episode_result(self, trainer: Trainer, episode: EpisodeResult) -> None:
+        """The learner got a finished episode: its return, length and custom metrics."""
+
+    def on_sample_end(self, trainer: Trainer, samples: Any) -> None:
+        """The learner got a worker's message of rows (``samples``, as its payload decoded it)."""
+
+    def on_learn_on_batch(self, trainer: Trainer, result: dict[str, Any]) -> None:
+        """The learner took an optimizer step; ``result`` has its figures by name."""
 
     def on_train_result(self, trainer: Trainer, result: dict[str, Any]) -> None:
         """``train()`` is about to return ``result``; changes to it are returned too."""
 
     def on_checkpoint(self, trainer: Trainer, path: Path) -> None:
         """A checkpoint was written to ``path`` (periodic, best, final or ``save()``)."""
+
+
+def child_callbacks(callbacks: Sequence[Callback]) -> list[Callback]:
+    """The callbacks that override a worker-side hook: only these travel to the workers."""
+    return [callback for callback in callbacks
+            if any(getattr(type(callback), hook, None) not in (None, getattr(Callback, hook)) for hook in CHILD_HOOKS)]
+
+
+def load_callbacks(spec: str) -> list[Callback]:
+    """The ``callbacks`` setting's "module:Class" (or "module:Class,module:Other") as instances;
+    ConfigError when one cannot be imported or made."""
+    from a3c.settings import ConfigError
+
+    loaded = []
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        module_name, _, class_name = item.partition(":")
+        try:
+            loaded.append(getattr(importlib.import_module(module_name), class_name)())
+        except (ImportError, AttributeError, TypeError, ValueError) as error:
+            raise ConfigError(f"--callbacks {item!r}: {type(error).__name__}: {error}") from None
+    return loaded

@@ -74,8 +74,7 @@ def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.M
     for name, tensor in net.state_dict().items():
         saved_shape = tuple(saved[name].shape) if name in saved else None
         if saved_shape != tuple(tensor.shape):
-            flags = "".join(f" --{setting.replace('_', '-')} {value}"
-                            for setting, value in (net_shape or {}).items())
+            flags = "".join(shape_flag(setting, value) for setting, value in (net_shape or {}).items())
             hint = f" (the checkpoint's net:{flags})" if flags else ""
             raise CheckpointError(f"network differs at {name}: checkpoint {saved_shape}, "
                                   f"this run {tuple(tensor.shape)}{hint}")
@@ -84,3 +83,11 @@ def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.M
 def saved_algorithm(state: dict[str, Any]) -> str:
     """The algorithm that wrote ``state``: checkpoints from before DQN name none and are A3C's."""
     return state.get("config", {}).get("algo", "a3c")
+
+
+def shape_flag(setting: str, value: object) -> str:
+    """A net-shaping setting as its flag: `` --heads shared``; a switch only when on."""
+    flag = f" --{setting.replace('_', '-')}"
+    if isinstance(value, bool):
+        return flag if value else ""
+    return f"{flag} {value}"

@@ -53,8 +53,10 @@ class LoadMeter:
             self.entropy_batches += 1
 
     def record(self, frame: int, transitions: int, policy_version: int,
-               child_wait_seconds: float, mean_reward: float | None) -> dict:
-        """Append the cumulative figures to ``progress.jsonl``; log the interval's rates."""
+               child_wait_seconds: float, mean_reward: float | None,
+               custom_metrics: dict[str, float] | None = None) -> dict:
+        """Append the cumulative figures (and the callbacks' custom metrics, where there are
+        any) to ``progress.jsonl``; log the interval's rates."""
         snapshot = {
             "seconds": round(time.monotonic() - self.started, 3),
             "unix_time": round(time.time(), 3),
@@ -70,6 +72,8 @@ class LoadMeter:
             "policy_entropy_sum": round(self.entropy_sum, 3),
             "policy_entropy_batches": self.entropy_batches,
         }
+        if custom_metrics:
+            snapshot["custom_metrics"] = custom_metrics
         with self.path.open("a") as stream:
             stream.write(json.dumps(snapshot) + "\n")
         if self._previous is not None:

@@ -109,6 +109,8 @@ class EventLoop:
 
     # the handlers
     def _on_crash(self, message: WorkerCrashed, step_means: StepMeans) -> None:
+        if message.fatal:  # found dead (and restarted) before its report was read: still the run's end
+            raise WorkerDied(message.worker_id, None, message.traceback, fatal=True)
         self.reporter.warning(f"traceback of worker {message.worker_id}'s earlier crash:\n"
                               f"{message.traceback.rstrip()}")
 
@@ -116,12 +118,13 @@ class EventLoop:
         run = self.run
         run.counters.episodes += 1
         best_before = run.rewards.best_mean_reward
-        solved = run.rewards.record(message.episode.reward, message.episode.length, run.counters.frames,
-                                    message.episode.agent_rewards)
+        episode = message.episode
+        solved = run.rewards.record(episode.reward, episode.length, run.counters.frames, episode.agent_rewards,
+                                    episode.custom_metrics, episode.hist_data)
         if run.rewards.best_mean_reward != best_before:
             run.offer_best()
         for callback in self.callbacks:
-            callback.on_episode_end(self.trainer, message.episode)
+            callback.on_episode_result(self.trainer, episode)
         return "solved" if solved else None
 
     def _on_rows(self, message: Any, step_means: StepMeans) -> str | None:
@@ -129,7 +132,11 @@ class EventLoop:
         run = self.run
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step
+        for callback in self.callbacks:
+            callback.on_sample_end(self.trainer, message)
         for stats in run.learner.consume(message, run.counters.frames):
+            for callback in self.callbacks:
+                callback.on_learn_on_batch(self.trainer, dataclasses.asdict(stats))
             self._log_step(stats)
             step_means.add(stats)
             self.load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))
@@ -144,7 +151,9 @@ class EventLoop:
         self.progress.report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward,
                              run.rewards.agent_means)
         self.load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
-                         self.pool.child_wait_seconds(), run.rewards.mean_reward)
+                         self.pool.child_wait_seconds(), run.rewards.mean_reward, run.rewards.custom_summary())
+        for name, value in run.rewards.custom_summary().items():
+            run.writer.add_scalar(f"custom_metrics/{name}", value, run.counters.frames)
         self._roll_back_if_locked()
         if self.config.random_frames:
             run.writer.add_scalar("train/random_actions", float(run.counters.frames < self.config.random_frames),
@@ -171,7 +180,7 @@ class EventLoop:
     def _replace_worker(self, died: WorkerDied) -> None:
         """Restart the dead worker while the budget lasts; past it, let WorkerDied end the run."""
         run = self.run
-        if run.counters.worker_restarts >= self.config.max_worker_restarts:
+        if died.fatal or run.counters.worker_restarts >= self.config.max_worker_restarts:
             raise died
         run.counters.worker_restarts += 1
         self.reporter.warning(f"{describe_death(died)}; restarting it "

@@ -29,7 +29,7 @@ import torch
 from a3c.algos import get_algorithm
 from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
 from a3c.learner import NonFiniteLoss
-from a3c.lifecycle.callbacks import Callback
+from a3c.lifecycle.callbacks import Callback, child_callbacks, load_callbacks
 from a3c.lifecycle.checkpoint import saved_algorithm
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
@@ -39,6 +39,7 @@ from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
 from lib.envs import EnvInfo, flattened, make_env
+from lib.episodes import CallbackError
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
 
@@ -55,13 +56,16 @@ class Trainer:
     first ``train()``, so a trainer restored only to act starts no process.
     """
 
-    def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] = (),
+    def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] | str = (),
                  policy_mapping: Callable[[str], str] | None = None, reporter: Reporter | None = None,
                  **settings: Any):
         """``policy_mapping``, on a multi-agent env: the name of the policy that acts for
         each agent id (agents mapped to one name share its net); the ``policies`` setting
         in Python form. ``reporter``: what the run tells a person; by default only warnings,
-        ``a3c.ConsoleReporter()`` prints what ``run_a3c.py`` prints."""
+        ``a3c.ConsoleReporter()`` prints what ``run_a3c.py`` prints. ``callbacks``: instances,
+        or the ``callbacks`` setting's "module:Class" (what ``--callbacks`` and sweeps give)."""
+        if isinstance(callbacks, str):
+            settings["callbacks"], callbacks = callbacks, ()
         if policy_mapping is not None:
             if settings.get("policies") is not None:
                 raise ConfigError("give policies or policy_mapping, not both")
@@ -103,7 +107,7 @@ class Trainer:
                env_info: EnvInfo | None = None, reporter: Reporter | None = None) -> None:
         self.config = config
         self.algorithm = get_algorithm(config.algo)
-        self.callbacks = list(callbacks)
+        self.callbacks = [*callbacks, *load_callbacks(config.callbacks)]
         self.reporter = Reporter() if reporter is None else reporter
         env_info = preflight(config) if env_info is None else env_info
         self._goal = env_goal(env_info)
@@ -158,6 +162,10 @@ class Trainer:
                         frames is not None and run.counters.frames - start_frames >= frames)):
                     break
         except WorkerDied as exc:
+            if exc.fatal:  # the user's callback raised in a worker: the run ends as for one in the learner
+                self._seconds += time.monotonic() - started
+                self._end("error")
+                raise CallbackError(exc.child_traceback or str(exc)) from None
             reason = "worker_died"
             message = f"{describe_death(exc)}; no restarts left ({self.config.max_worker_restarts} allowed)"
         except NonFiniteLoss as exc:
@@ -290,7 +298,7 @@ class Trainer:
             return
         config, shared = self.config, self._shared
         pool = make_pool(self.algorithm, config, shared.env_info, shared.net, shared.version_counter,
-                         base_seed=config.seed + shared.transitions_done)
+                         base_seed=config.seed + shared.transitions_done, callbacks=child_callbacks(self.callbacks))
         if self._env_task is not None:
             pool.set_env_task(self._env_task)
         pool.start()  # a pool that cannot start stops what it began and raises
@@ -372,7 +380,7 @@ class Trainer:
             "episodes_total": run.counters.episodes,
             "timesteps_total": run.counters.transitions,
             "training_iteration": self._iterations,
-            "custom_metrics": {},
+            "custom_metrics": rewards.custom_summary(),
             "frames_per_second": frames / seconds if seconds > 0 else 0.0,
             "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
             "policy_version": run.learner.policy_version,

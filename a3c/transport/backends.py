@@ -2,7 +2,8 @@
 imported only when chosen, so the base install runs without Ray."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -15,12 +16,12 @@ if TYPE_CHECKING:
 
 
 def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
-              version_counter: torch.Tensor, base_seed: int) -> WorkerPool:
-    """The pool of ``config.backend``."""
+              version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()) -> WorkerPool:
+    """The pool of ``config.backend``; ``callbacks`` run their worker-side hooks in every worker."""
     if config.backend == "ray":
         from a3c.transport.ray_pool import RayWorkerPool
 
-        return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed)
+        return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
     from a3c.transport.process_pool import ProcessPool
 
-    return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed)
+    return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed, callbacks)

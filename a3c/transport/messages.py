@@ -42,3 +42,5 @@ class WorkerCrashed:
     worker_id: int
     incarnation: int
     traceback: str
+    fatal: bool = False
+    """The user's callback raised: the run ends instead of restarting the worker."""

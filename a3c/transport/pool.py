@@ -14,8 +14,11 @@ Two backends implement it with the same constructor and calls: processes on this
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import cloudpickle
 
 from lib.user_envs import shipped_creators
 
@@ -31,10 +34,13 @@ if TYPE_CHECKING:
 class WorkerDied(RuntimeError):
     """A child exited while the run still needed it."""
 
-    def __init__(self, worker_id: int, exitcode: int | None, child_traceback: str | None = None):
+    def __init__(self, worker_id: int, exitcode: int | None, child_traceback: str | None = None,
+                 fatal: bool = False):
         self.worker_id = worker_id
         self.exitcode = exitcode
         self.child_traceback = child_traceback
+        self.fatal = fatal
+        """A user's callback raised in the worker: restarting it would only raise again."""
         detail = f" with exit code {exitcode}" if exitcode is not None else ""
         super().__init__(f"worker {worker_id} died{detail}")
 
@@ -77,7 +83,7 @@ class WorkerPool(abc.ABC):
     ``algorithm``; ``version_counter`` counts the learner's steps."""
 
     def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
-                 version_counter: torch.Tensor, base_seed: int):
+                 version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()):
         self.algorithm = algorithm
         self.config = config
         self.env_info = env_info
@@ -86,6 +92,8 @@ class WorkerPool(abc.ABC):
         self.base_seed = base_seed
         self.user_envs = shipped_creators()
         """The creators registered with ``register_env``, for workers that never ran the user's script."""
+        self.callbacks = cloudpickle.dumps(list(callbacks)) if callbacks else None
+        """The callbacks with worker-side hooks, pickled by value: each worker runs its own copy."""
 
     @abc.abstractmethod
     def start(self) -> None: ...

@@ -17,7 +17,7 @@ import os
 import queue
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +68,8 @@ class ProcessPool(WorkerPool):
     """Spawned children running ``worker_main``, each with its own queue and slots."""
 
     def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
-                 version_counter: torch.Tensor, base_seed: int):
-        super().__init__(algorithm, config, env_info, net, version_counter, base_seed)
+                 version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()):
+        super().__init__(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
         processes = config.processes
         self._context = mp.get_context("spawn")
         self._args = (algorithm, config, net, version_counter)
@@ -109,7 +109,7 @@ class ProcessPool(WorkerPool):
         process = self._context.Process(
             target=worker_main, name=f"a3c-worker-{worker_id}", daemon=True,
             args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation),
-                  self.user_envs),
+                  self.user_envs, self.callbacks),
         )
         with _main_script_left_out():
             process.start()
@@ -177,7 +177,7 @@ class ProcessPool(WorkerPool):
         if isinstance(message, WorkerCrashed) and message.incarnation == self._incarnations[message.worker_id]:
             process = self._processes[message.worker_id]
             process.join(timeout=5.0)
-            raise WorkerDied(message.worker_id, process.exitcode, message.traceback)
+            raise WorkerDied(message.worker_id, process.exitcode, message.traceback, message.fatal)
         return message
 
     def _next_message(self, timeout: float) -> Any | None:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import numpy as np
 import torch
 
@@ -72,7 +73,7 @@ class RolloutActor:
     a child process."""
 
     def __init__(self, worker_id: int, algorithm: Algorithm, config: Config, env_info: EnvInfo, seed: int,
-                 board: Any, user_envs: bytes | None = None):
+                 board: Any, user_envs: bytes | None = None, callbacks: bytes | None = None):
         torch.set_num_threads(1)
         install_creators(user_envs)
         flush_denormals()
@@ -86,7 +87,7 @@ class RolloutActor:
         self._items: list[tuple[dict[str, np.ndarray], Any]] = []
         self.sender = algorithm.make_sender(config, self.net, lambda: self.version, self._hand_over)
         self.actor = make_vector_actor(algorithm, config, self.sender.acting_net, self.sender.policy_version, seed,
-                                       worker_id)
+                                       worker_id, cloudpickle.loads(callbacks) if callbacks else ())
         self.steps = block_steps(algorithm, config)
         self._idle_since = time.monotonic()
         import ray

@@ -25,6 +25,7 @@ import collections
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,8 +61,8 @@ class RayWorkerPool(WorkerPool):
     finish."""
 
     def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
-                 version_counter: torch.Tensor, base_seed: int):
-        super().__init__(algorithm, config, env_info, net, version_counter, base_seed)
+                 version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()):
+        super().__init__(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
         self._payload = algorithm.payload(config, env_info, net)
         self._actors: list[Any] = [None] * config.processes
         self._nodes: list[str | None] = [None] * config.processes
@@ -122,7 +123,8 @@ class RayWorkerPool(WorkerPool):
         actor = self._actor_class.options(
             num_cpus=1, resources=resources, max_restarts=0,
             scheduling_strategy=self._placement(worker_id, avoid),
-        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board, self.user_envs)
+        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board, self.user_envs,
+                 self.callbacks)
         self._actors[worker_id] = actor
         self._building[actor.ready.remote()] = worker_id
         self._started_at[worker_id], self._last_block_at[worker_id] = time.monotonic(), None
@@ -187,7 +189,7 @@ class RayWorkerPool(WorkerPool):
         try:
             block = ray.get(done[0])
         except ray.exceptions.RayError as exc:
-            raise WorkerDied(worker_id, None, str(exc)) from exc
+            raise WorkerDied(worker_id, None, str(exc), fatal="CallbackError" in str(exc)) from exc
         self._call(worker_id)
         self._last_block_at[worker_id] = time.monotonic()
         self._nodes[worker_id] = block.node_id

@@ -6,9 +6,10 @@ import gc
 import signal
 import sys
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import torch
 from torch import nn
 
@@ -18,6 +19,7 @@ from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from lib.allocator import keep_freed_memory
 from lib.denormals import flush_denormals
 from lib.envs import run_frames_per_step
+from lib.episodes import CallbackError
 from lib.experience import TransitionBatch
 from lib.user_envs import install_creators
 
@@ -27,13 +29,15 @@ if TYPE_CHECKING:
 
 
 def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Module,
-                version_counter: torch.Tensor, channel: ChildChannel, seed: int, user_envs: bytes | None) -> None:
+                version_counter: torch.Tensor, channel: ChildChannel, seed: int, user_envs: bytes | None,
+                callbacks: bytes | None = None) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
     the learner sets the stop event, so a half-written queue message never happens on a signal.
     A child whose learner died without setting it (SIGKILL) leaves too, dropping what its
-    queue still holds. ``user_envs`` are the creators registered in the learner.
+    queue still holds. ``user_envs`` are the creators registered in the learner, ``callbacks``
+    the user's callbacks with worker-side hooks; one of those raising ends the run (fatal).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -42,7 +46,11 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
     flush_denormals()
     try:
         install_creators(user_envs)
-        collect(algorithm, config, net, version_counter, channel, seed)
+        collect(algorithm, config, net, version_counter, channel, seed,
+                cloudpickle.loads(callbacks) if callbacks else ())
+    except CallbackError as error:
+        channel.put(WorkerCrashed(worker_id, channel.incarnation, str(error), fatal=True))
+        sys.exit(1)
     except Exception:  # noqa: BLE001 - any failure must reach the learner before the child exits
         channel.put(WorkerCrashed(worker_id, channel.incarnation, traceback.format_exc()))
         sys.exit(1)
@@ -67,23 +75,24 @@ class TransitionSender:
 
 
 def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
-                      policy_version: Callable[[], int], seed: int, worker_id: int) -> VectorActor:
+                      policy_version: Callable[[], int], seed: int, worker_id: int,
+                      callbacks: Sequence[Any] = ()) -> VectorActor:
     """Child ``worker_id``'s envs and acting, on either backend."""
     return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
                        policy_version, seed, config.bf16, config.clip_rewards, config.screen_size,
                        env_config=config.env_config, worker_index=worker_id,
-                       random_steps=-(-config.random_frames // run_frames_per_step(config)),
+                       random_steps=-(-config.random_frames // run_frames_per_step(config)), callbacks=callbacks,
                        **algorithm.acting_options(config, worker_id))
 
 
 def collect(algorithm: Algorithm, config: Config, net: nn.Module, version_counter: torch.Tensor,
-            channel: ChildChannel, seed: int) -> None:
+            channel: ChildChannel, seed: int, callbacks: Sequence[Any] = ()) -> None:
     """Act and send the transitions (or what the algorithm makes of them) and finished
     episodes until told to stop or orphaned."""
     torch.manual_seed(seed)
     sender = algorithm.make_sender(config, net, lambda: int(version_counter), channel.put_item)
     actor = make_vector_actor(algorithm, config, sender.acting_net, sender.policy_version, seed,
-                              channel.worker_id)
+                              channel.worker_id, callbacks)
     try:
         while not channel.stopped():
             task = channel.poll_task()

@@ -1,0 +1,74 @@
+"""Callbacks at every step, in the workers: each env's episode in progress as an ``Episode``
+(RLlib's: ``user_data``, ``custom_metrics``, ``hist_data``, the last observation, length and
+return) and ``EpisodeCallbacks``, which calls the user's ``on_episode_start``,
+``on_episode_step`` and ``on_episode_end`` with keyword arguments (``episode``, ``env``,
+``env_index``, ``worker_index``). What ``on_episode_end`` leaves in ``custom_metrics`` and
+``hist_data`` travels to the learner with the finished episode. An exception in a callback
+becomes ``CallbackError``, which ends the run rather than restarting the worker.
+"""
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+
+class CallbackError(RuntimeError):
+    """A user's callback raised in a worker; the message holds its traceback."""
+
+
+class Episode:
+    """One env's episode in progress, as the child-side callbacks see it."""
+
+    def __init__(self, env_index: int, observation: Any):
+        self.env_index = env_index
+        self.user_data: dict[str, Any] = {}
+        self.custom_metrics: dict[str, float] = {}
+        self.hist_data: dict[str, list[float]] = {}
+        self.length = 0
+        self.total_reward = 0.0
+        self.last_observation = observation
+        self.last_action: Any = None
+        self.last_reward: float | None = None
+        self.last_info: dict[str, Any] = {}
+
+    def last_observation_for(self, agent_id: Any = None) -> Any:
+        """RLlib's spelling of ``last_observation`` (one agent here)."""
+        return self.last_observation
+
+
+class EpisodeCallbacks:
+    """Runs the child-side hooks over ``num_envs`` envs; ``env`` is the worker's vector env."""
+
+    def __init__(self, callbacks: Sequence[Any], env: Any, worker_index: int):
+        self.callbacks = list(callbacks)
+        self.env = env
+        self.worker_index = worker_index
+        self.episodes: dict[int, Episode] = {}
+
+    def _call(self, hook: str, episode: Episode) -> None:
+        for callback in self.callbacks:
+            try:
+                getattr(callback, hook)(episode=episode, env=self.env, env_index=episode.env_index,
+                                        worker_index=self.worker_index)
+            except Exception as exc:
+                raise CallbackError(f"{type(callback).__name__}.{hook} raised in worker {self.worker_index}:\n"
+                                    f"{traceback.format_exc()}") from exc
+
+    def start(self, env_index: int, observation: Any) -> None:
+        self.episodes[env_index] = episode = Episode(env_index, observation)
+        self._call("on_episode_start", episode)
+
+    def step(self, env_index: int, observation: Any, action: Any, reward: float, info: dict[str, Any]) -> None:
+        episode = self.episodes[env_index]
+        episode.length += 1
+        episode.total_reward += reward
+        episode.last_observation, episode.last_action, episode.last_reward = observation, action, reward
+        episode.last_info = info
+        self._call("on_episode_step", episode)
+
+    def end(self, env_index: int) -> Episode:
+        """Call ``on_episode_end``; the finished episode, whose metrics the learner gets."""
+        episode = self.episodes.pop(env_index)
+        self._call("on_episode_end", episode)
+        return episode
