@@ -155,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-frames", type=int, default=None, help="each trial's frame budget")
     parser.add_argument("--stop", action="append", type=stop_pair, default=[], metavar="KEY=VALUE",
                         help="each trial ends once its result KEY is at least VALUE (repeatable; run_a3c.py's keys)")
+    parser.add_argument("--callbacks", default="", metavar="MODULE:CLASS",
+                        help="an a3c.Callback subclass every trial runs (run_a3c.py's --callbacks)")
     parser.add_argument("--ray-address", default=None, help="a running Ray cluster (default: a local Ray)")
     return parser
 
@@ -168,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
         grid = parse_grid(args.grid)
         trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
-                   "max_seconds": args.max_seconds, "max_frames": args.max_frames, "stop": dict(args.stop) or None}
+                   "max_seconds": args.max_seconds, "max_frames": args.max_frames, "stop": dict(args.stop) or None,
+                   "callbacks": args.callbacks}
                   for combo in combinations(grid) for seed in range(args.seeds)]
         # every trial's settings checked before Ray starts; a trial keeps its workers and
         # the learner's threads busy

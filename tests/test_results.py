@@ -24,7 +24,8 @@ def test_stop_on_the_command_line_and_in_a_sweep():
     config = parse_config(["-n", "s", "--env", "CartPole-v1", "--stop", "training_iteration=3", "--stop",
                            "episode_reward_mean=150"])
     assert config.stop == {"training_iteration": 3.0, "episode_reward_mean": 150.0}
-    assert build_parser().parse_args(["--stop", "timesteps_total=5000"]).stop == [("timesteps_total", 5000.0)]
+    sweep = build_parser().parse_args(["--stop", "timesteps_total=5000", "--callbacks", "tests.test_callbacks:PoleAngle"])
+    assert sweep.stop == [("timesteps_total", 5000.0)] and sweep.callbacks == "tests.test_callbacks:PoleAngle"
 
 
 @pytest.mark.timeout(120)
