@@ -39,7 +39,9 @@ class TwoStepGame:
     Both agents observe the state, one-hot of (1, 2A, 2B). In state 1 the first agent's action
     picks 2A (0) or 2B (1) and nothing is paid; in 2A every joint action pays 7; in 2B the
     joint actions pay 0 (both 0), 1 (they differ) or 8 (both 1), and the episode ends. Each
-    agent receives half of the team's reward.
+    agent receives half of the team's reward. ``with_state`` (QMIX's variant): each agent's
+    observation is a Dict of its own observation ("obs") and the global state ("state"),
+    here both the same one-hot, as RLlib's example has it.
     """
 
     metadata: ClassVar[dict[str, str]] = {"name": TWO_STEP_GAME}
@@ -48,19 +50,35 @@ class TwoStepGame:
     possible_agents = ("agent_0", "agent_1")
     PAYOFF_2B: ClassVar[np.ndarray] = np.array([[0.0, 1.0], [1.0, 8.0]])
 
-    def __init__(self) -> None:
+    def __init__(self, with_state: bool = False) -> None:
         self.agents: list[str] = []
         self._state = 0
+        self.with_state = with_state
+        one_hot = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+        space = gym.spaces.Dict({"obs": one_hot, "state": one_hot}) if with_state else one_hot
+        self.observation_spaces = {agent: space for agent in self.possible_agents}
+        self.action_spaces = {agent: gym.spaces.Discrete(2) for agent in self.possible_agents}
 
-    def observation_space(self, agent: str) -> gym.spaces.Box:
-        return gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+    @property
+    def unwrapped(self) -> TwoStepGame:
+        return self
+
+    def observation_space(self, agent: str) -> gym.spaces.Space:
+        return self.observation_spaces[agent]
 
     def action_space(self, agent: str) -> gym.spaces.Discrete:
-        return gym.spaces.Discrete(2)
+        return self.action_spaces[agent]
 
-    def _observations(self) -> dict[str, np.ndarray]:
+    def state(self) -> np.ndarray:
+        """The global state, one-hot of (1, 2A, 2B)."""
         state = np.zeros(3, dtype=np.float32)
         state[self._state] = 1.0
+        return state
+
+    def _observations(self) -> dict[str, Any]:
+        state = self.state()
+        if self.with_state:
+            return {agent: {"obs": state.copy(), "state": state.copy()} for agent in self.possible_agents}
         return {agent: state.copy() for agent in self.possible_agents}
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:

@@ -356,3 +356,20 @@ def test_maddpg_reaches_the_coordinated_optimum_of_the_two_step_game(tmp_path):
             pass
     assert result["reason"] == "solved", result
     assert trainer.evaluate(2)["eval/episode_reward_mean"] == 8.0
+
+
+@pytest.mark.parametrize("with_state", [False, True])
+def test_the_two_step_game_passes_pettingzoos_parallel_api_test(with_state):
+    from pettingzoo.test import parallel_api_test
+
+    game = TwoStepGame(with_state=with_state)
+    assert game.unwrapped is game and game.observation_space("agent_0") is game.observation_space("agent_0")
+    parallel_api_test(game, num_cycles=50)
+
+
+def test_the_with_state_variant_observes_its_own_view_and_the_global_state():
+    game = TwoStepGame(with_state=True)
+    observations, _ = game.reset()
+    assert observations["agent_1"]["obs"].tolist() == observations["agent_1"]["state"].tolist() == [1.0, 0.0, 0.0]
+    observations, *_ = game.step({"agent_0": 1, "agent_1": 0})  # agent 0 picks 2B
+    assert observations["agent_0"]["state"].tolist() == [0.0, 0.0, 1.0] and game.state().tolist() == [0, 0, 1]
