@@ -17,7 +17,7 @@ from a3c.lifecycle.load import read_progress
 from benchmarks.solve import train_to_goal
 from lib.multiagent import TWO_STEP_GAME, JointEnv
 
-TWO_STEP_ALGORITHMS = ("maddpg", "a3c", "ppo", "dqn")
+TWO_STEP_ALGORITHMS = ("qmix", "maddpg", "a3c", "ppo", "dqn")
 TWO_STEP_FRAMES = 100_000
 """50,000 env steps of two agents."""
 SPREAD = "mpe2.simple_spread_v3"

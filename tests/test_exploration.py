@@ -30,7 +30,7 @@ def test_the_epsilon_falls_linearly_then_holds():
 
 def test_a_workers_epsilon_greedy_follows_the_schedule_over_its_calls():
     torch.manual_seed(0)
-    chooser = ScheduledEpsilonGreedy((1.0, 0.0, 1000), frames_per_call=100)  # epsilon 1.0, 0.9, ..., 0
+    chooser = ScheduledEpsilonGreedy((1.0, 0.0, 1000), frames_per_row=0.025)  # 100 frames a call of 4,000 rows
     q_values = torch.tensor([[0.0, 5.0, 0.0, 0.0]]).repeat(4000, 1)
     first = chooser(q_values)
     assert float((first == 1).float().mean()) == pytest.approx(0.25, abs=0.03)  # all random: 1 in 4 greedy

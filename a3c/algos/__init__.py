@@ -13,8 +13,9 @@ from a3c.algos.base import Algorithm
 from a3c.algos.dqn import DQN
 from a3c.algos.maddpg import MADDPG
 from a3c.algos.ppo import PPO
+from a3c.algos.qmix import QMIX
 
-BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG())
+BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG(), QMIX())
 """The first is the default."""
 
 _REGISTRY: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in BUILT_IN}

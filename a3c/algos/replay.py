@@ -29,6 +29,27 @@ class ReplaySettings:
                         "every --target-sync steps instead)", None, at_least=0.0, at_most=1.0, family=True)
 
 
+@dataclass(frozen=True)
+class ExplorationSettings(ReplaySettings):
+    """The Q-learners' (DQN's, QMIX's) epsilon schedule, beside the replay."""
+
+    epsilon_schedule: str = option("INITIAL,FINAL,FRAMES: every env's epsilon falls linearly from INITIAL "
+                                   "to FINAL over FRAMES frames of the run, then holds (RLlib's "
+                                   "EpsilonGreedy); empty: DQN's Ape-X epsilons", None, family=True)
+
+
+@dataclass(kw_only=True)
+class ReplayFigures:
+    """What ``ReplaySteps`` adds to each step's figures (the algorithm's step stats subclass it)."""
+
+    importance_weight: float
+    """Mean importance-sampling weight of the batch (1 with uniform replay)."""
+    beta: float
+    replay_size: int
+    priority_mean: float
+    policy_lag: float | None = None
+
+
 class ReplayLearner(Protocol):
     version_counter: Any
 

@@ -29,7 +29,7 @@ def epsilon_greedy_chooser(config: Config, worker_id: int) -> Callable[[torch.Te
     the scheduled epsilon."""
     schedule = parse_epsilon_schedule(config.epsilon_schedule)
     if schedule is not None:
-        return ScheduledEpsilonGreedy(schedule, run_frames_per_step(config))
+        return ScheduledEpsilonGreedy(schedule, run_frames_per_step(config) // config.envs_per_process)
     envs = config.envs_per_process
     mine = torch.as_tensor(env_epsilons(config)[worker_id * envs:(worker_id + 1) * envs],
                            dtype=torch.float32)
@@ -38,17 +38,18 @@ def epsilon_greedy_chooser(config: Config, worker_id: int) -> Callable[[torch.Te
 
 class ScheduledEpsilonGreedy:
     """Epsilon-greedy at the scheduled epsilon of the run's frames, which a worker estimates
-    as its own vector steps times ``frames_per_call`` (all workers step at about one rate;
-    a restarted worker counts from its own start)."""
+    as the rows it has acted on times ``frames_per_row`` (its share: all workers step at about
+    one rate; a row is an env's step, or an agent's in a multi-agent env; a restarted worker
+    counts from its own start)."""
 
-    def __init__(self, schedule: EpsilonSchedule, frames_per_call: int):
+    def __init__(self, schedule: EpsilonSchedule, frames_per_row: float):
         self.schedule = schedule
-        self.frames_per_call = frames_per_call
-        self.calls = 0
+        self.frames_per_row = frames_per_row
+        self.rows = 0
 
     def __call__(self, q_values: torch.Tensor) -> torch.Tensor:
-        epsilon = epsilon_at(self.schedule, self.calls * self.frames_per_call)
-        self.calls += 1
+        epsilon = epsilon_at(self.schedule, self.rows * self.frames_per_row)
+        self.rows += len(q_values)
         return epsilon_greedy(q_values, torch.full((len(q_values),), epsilon, device=q_values.device))
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
-from a3c.algos.replay import ReplaySteps
+from a3c.algos.replay import ReplayFigures, ReplaySteps
 from a3c.learner import clip_and_step, make_adam, new_version_counter
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
 from lib.dqn import double_dqn_targets, weighted_huber_loss
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class QStepStats:
+class QStepStats(ReplayFigures):
     """Scalars worth logging about one Q-learning step."""
 
     loss_td: float
@@ -43,12 +43,6 @@ class QStepStats:
     q_values: float
     """Mean Q(s, a) of the actions taken."""
     grad_norm: float
-    importance_weight: float
-    """Mean importance-sampling weight of the batch (1 with uniform replay)."""
-    beta: float
-    replay_size: int
-    priority_mean: float
-    policy_lag: float | None = None
 
 
 class QLearner:

@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from a3c.algos.replay import ReplaySettings
+from a3c.algos.replay import ExplorationSettings
 from a3c.settings import CORES, Preset, option, process_layout
 
 
 @dataclass(frozen=True)
-class DQNSettings(ReplaySettings):
+class DQNSettings(ExplorationSettings):
     """The replay buffer, the target net, the Q-network's head and the actors' exploration."""
 
     target_sync: int = option("dqn: optimizer steps between hard copies of the net to the target "
@@ -31,9 +31,6 @@ class DQNSettings(ReplaySettings):
                                "itself); without it a resumed run refills it first", False)
     epsilon_alpha: float = option("dqn: how fast the envs' epsilons fall from the first to the "
                                   "last", 7.0, at_least=0.0)
-    epsilon_schedule: str = option("dqn: INITIAL,FINAL,FRAMES: every env's epsilon falls linearly from "
-                                   "INITIAL to FINAL over FRAMES frames of the run, then holds (RLlib's "
-                                   "EpsilonGreedy), instead of the Ape-X epsilons", "")
 
 
 def vector_preset(cores: int) -> Preset:
@@ -51,10 +48,12 @@ def atari_preset(cores: int) -> Preset:
 
 
 VECTOR_REPLAY: dict[str, Any] = {"replay_size": 100_000, "replay_ratio": 4.0, "learning_starts": 1_000,
-                                 "target_sync": 250, "tau": 0.0, "beta_steps": 20_000, "epsilon_base": 0.05}
+                                 "target_sync": 250, "tau": 0.0, "beta_steps": 20_000, "epsilon_base": 0.05,
+                                 "epsilon_schedule": ""}
 """The replay and exploration on vector observations: from the CartPole sweeps (docs/dqn.md)."""
 ATARI_REPLAY: dict[str, Any] = {"replay_size": 1_000_000, "replay_ratio": 2.0, "learning_starts": 20_000,
-                                "target_sync": 2_000, "tau": 0.0, "beta_steps": 100_000, "epsilon_base": 0.4}
+                                "target_sync": 2_000, "tau": 0.0, "beta_steps": 100_000, "epsilon_base": 0.4,
+                                "epsilon_schedule": ""}
 """On Atari: a million transitions (about 7 GB, frames stored once), Ape-X's epsilons, the
 target copied every 2,000 steps; two samples a transition, as the learner's steps on a CPU
 are few (docs/dqn.md, "Pong")."""

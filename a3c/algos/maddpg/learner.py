@@ -7,13 +7,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from a3c.algos.replay import ReplaySteps
+from a3c.algos.joint import JointReplayLearner
+from a3c.algos.replay import ReplayFigures
 from a3c.learner import NonFiniteLoss
 from lib.experience import TransitionBatch
 from lib.maddpg import (
@@ -23,14 +24,10 @@ from lib.maddpg import (
     straight_through_gumbel,
     target_actions,
 )
-from lib.replay import ReplayBuffer
 
 if TYPE_CHECKING:
-    from tensorboardX import SummaryWriter
 
-    from a3c.algos.payloads import Transitions
     from a3c.config import Config
-    from a3c.lifecycle.reporter import Reporter
     from lib.envs import EnvInfo
 
 LOGIT_PENALTY = 1e-3
@@ -39,7 +36,7 @@ straight-through actions from saturating."""
 
 
 @dataclass
-class MADDPGStepStats:
+class MADDPGStepStats(ReplayFigures):
     """Scalars worth logging about one MADDPG step (sums over agents of the losses)."""
 
     loss_critic: float
@@ -49,11 +46,6 @@ class MADDPGStepStats:
     grad_norm: float
     """Of the actors' gradient, before the clip."""
     grad_norm_critic: float
-    importance_weight: float
-    beta: float
-    replay_size: int
-    priority_mean: float
-    policy_lag: float | None = None
 
 
 class MADDPGUpdate:
@@ -119,41 +111,12 @@ class MADDPGUpdate:
         return figures, td_errors.cpu().numpy()
 
 
-class MADDPGLearner:
-    """The learner side of ``--algo maddpg``; the replay buffer is made when the workers start."""
+class MADDPGLearner(JointReplayLearner):
+    """The learner side of ``--algo maddpg``."""
 
     stats_type = MADDPGStepStats
 
     def __init__(self, config: Config, net: MADDPGNet, version_counter: torch.Tensor, env_info: EnvInfo):
-        self.config = config
-        self.env_info = env_info
-        self.update = MADDPGUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma, config.tau,
-                                   config.gumbel_temperature, torch.device(config.device), version_counter)
-        self.net = net
-        self.optimizer = self.update.optimizer
-        self.steps: ReplaySteps | None = None
-
-    @property
-    def policy_version(self) -> int:
-        return self.update.policy_version
-
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
-        """A uniform replay buffer of joint rows; a resumed run refills it."""
-        config, agents = self.config, len(self.env_info.agents)
-        replay = ReplayBuffer(config.replay_size, (agents, *self.env_info.observation_shape),
-                              self.env_info.observation_dtype, prioritized=False, agents=agents)
-        self.steps = ReplaySteps(self.update, replay, config.batch_size, config.replay_ratio, config.learning_starts,
-                                 beta=1.0, beta_steps=1, seed=config.seed, stats_type=MADDPGStepStats)
-
-    def consume(self, message: Transitions, frame: int) -> list[MADDPGStepStats]:
-        return self.steps.consume(message)
-
-    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
-        """Nothing beyond each step's figures."""
-
-    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
-        return {"target_model": self.update.target_net.state_dict()}
-
-    def load_extras(self, state: dict[str, Any]) -> None:
-        if "target_model" in state:
-            self.update.target_net.load_state_dict(state["target_model"])
+        super().__init__(config, MADDPGUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
+                                              config.tau, config.gumbel_temperature, torch.device(config.device),
+                                              version_counter), env_info)

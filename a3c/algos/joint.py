@@ -1,0 +1,92 @@
+"""What the algorithms that train on joint rows share (MADDPG, QMIX): one set of values for
+vector observations, one-step rows holding every agent's observation, action and reward,
+their last states for the target nets, a multi-agent env required; and the learner that
+puts those rows into a uniform replay buffer and hands samples to the algorithm's update.
+Pure at import: the learner's part imports torch when made."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from a3c.algos.base import Algorithm, shown_value
+from a3c.settings import ConfigError
+
+if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
+    from a3c.algos.payloads import Transitions
+    from a3c.algos.replay import ReplayLearner, ReplaySteps
+    from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
+    from lib.envs import EnvInfo
+
+
+class JointRowsAlgorithm(Algorithm):
+    """A multi-agent algorithm on joint rows with one ``preset`` of values."""
+
+    preset: ClassVar[Mapping[str, Any]] = {}
+    sends_last_states = True
+
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self.preset)
+
+    def defaults_help(self, name: str) -> str | None:
+        """One value: these algorithms run on vector observations only."""
+        return None if self.preset.get(name) is None else shown_value(self.preset[name])
+
+    def check(self, config: Config, atari: bool) -> None:
+        if atari:
+            raise ConfigError(f"--algo {self.name} is for multi-agent envs with vector observations")
+        if config.reward_steps != 1:
+            raise ConfigError(f"--reward-steps of --algo {self.name} is 1: its targets bootstrap every step")
+
+    def preflight(self, config: Config, env_info: EnvInfo) -> None:
+        if not env_info.agents:
+            raise ConfigError(f"--algo {self.name} needs a multi-agent env (TwoStepGame, or a PettingZoo parallel "
+                              f"env such as mpe2.simple_spread_v3); {config.env_id} has one agent")
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        return {**super().acting_options(config, worker_id), "joint_rows": True}
+
+
+class JointReplayLearner:
+    """The learner side: a uniform replay buffer of joint rows made when the workers start (a
+    resumed run refills it), samples handed to ``update`` at the replay ratio, the target
+    net in checkpoints."""
+
+    stats_type: type
+
+    def __init__(self, config: Config, update: ReplayLearner, env_info: EnvInfo):
+        self.config = config
+        self.env_info = env_info
+        self.update = update
+        self.net = update.net
+        self.optimizer = update.optimizer
+        self.steps: ReplaySteps | None = None
+
+    @property
+    def policy_version(self) -> int:
+        return self.update.policy_version
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
+        from a3c.algos.replay import ReplaySteps
+        from lib.replay import ReplayBuffer
+
+        config, agents = self.config, len(self.env_info.agents)
+        replay = ReplayBuffer(config.replay_size, (agents, *self.env_info.observation_shape),
+                              self.env_info.observation_dtype, prioritized=False, agents=agents)
+        self.steps = ReplaySteps(self.update, replay, config.batch_size, config.replay_ratio, config.learning_starts,
+                                 beta=1.0, beta_steps=1, seed=config.seed, stats_type=self.stats_type)
+
+    def consume(self, message: Transitions, frame: int) -> list[Any]:
+        return self.steps.consume(message)
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Nothing beyond each step's figures."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        return {"target_model": self.update.target_net.state_dict()}
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        if "target_model" in state:
+            self.update.target_net.load_state_dict(state["target_model"])

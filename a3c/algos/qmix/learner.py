@@ -1,0 +1,87 @@
+"""QMIX's learner: joint rows into a uniform replay buffer, then per sample one Adam step of
+the agent Q-network and the mixer on (Q_tot - y)^2, with y from the target nets
+(``lib.qmix.qmix_targets``), the targets following by Polyak averaging."""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from a3c.algos.joint import JointReplayLearner
+from a3c.algos.replay import ReplayFigures
+from a3c.learner import NonFiniteLoss
+from lib.experience import TransitionBatch
+from lib.qmix import QMIXNet, qmix_targets
+
+if TYPE_CHECKING:
+
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+@dataclass
+class QMIXStepStats(ReplayFigures):
+    """Scalars worth logging about one QMIX step."""
+
+    loss_td: float
+    q_total: float
+    td_error: float
+    grad_norm: float
+
+
+class QMIXUpdate:
+    """One optimizer step of the agent net and the mixer on a joint batch."""
+
+    def __init__(self, net: QMIXNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
+                 device: torch.device | str, version_counter: torch.Tensor):
+        self.net = net
+        self.target_net = copy.deepcopy(net)
+        for parameter in self.target_net.parameters():
+            parameter.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(net.parameters(), lr=lr, eps=adam_eps)
+        self.clip_grad, self.gamma, self.tau = clip_grad, gamma, tau
+        self.device = device
+        self.version_counter = version_counter
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.version_counter)
+
+    def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+        def tensor(array: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(array, device=self.device)
+
+        observations = tensor(batch.states).float()
+        targets = qmix_targets(self.net, self.target_net, tensor(batch.rewards), tensor(batch.dones),
+                               tensor(batch.last_states).float(), self.gamma)
+        totals = self.net.q_total(observations, tensor(batch.actions))
+        loss = (totals - targets).pow(2).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
+        if not (math.isfinite(float(loss.detach())) and math.isfinite(grad_norm)):
+            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: loss {float(loss)}, "
+                                f"gradient norm {grad_norm}")
+        self.optimizer.step()
+        self.version_counter += 1
+        with torch.no_grad():
+            for target, online in zip(self.target_net.parameters(), self.net.parameters()):
+                target.lerp_(online, self.tau)
+        td_errors = (targets - totals.detach()).abs()
+        figures = {"loss_td": float(loss.detach()), "q_total": float(totals.detach().mean()),
+                   "td_error": float(td_errors.mean()), "grad_norm": grad_norm}
+        return figures, td_errors.cpu().numpy()
+
+
+class QMIXLearner(JointReplayLearner):
+    """The learner side of ``--algo qmix``."""
+
+    stats_type = QMIXStepStats
+
+    def __init__(self, config: Config, net: QMIXNet, version_counter: torch.Tensor, env_info: EnvInfo):
+        super().__init__(config, QMIXUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
+                                            config.tau, torch.device(config.device), version_counter), env_info)
