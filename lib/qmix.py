@@ -4,9 +4,9 @@ chosen Q-values into the team's Q_tot, its weights made by hypernetworks from th
 state and kept non-negative, so that Q_tot rises with every agent's Q (Rashid et al.'s
 monotonicity: each agent's greedy action is the team's).
 
-The global state here is every agent's observation side by side, the joint row's whole
-content; a game that exposes a state of its own (the two-step game's ``with_state``) shows
-the same facts in the two-step game.
+The global state the mixer reads is every agent's observation side by side (the joint
+row's whole content); in the two-step game that is the state itself, which its
+``with_state`` variant also hands out as "state".
 """
 from __future__ import annotations
 
