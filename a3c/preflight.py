@@ -42,10 +42,11 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--random-frames draws Box actions uniformly within their bounds; "
                           f"{config.env_id}'s are unbounded")
     algorithm = get_algorithm(config.algo)
-    if env_info.continuous and not algorithm.box_actions:
+    if not env_info.discrete and not algorithm.box_actions:
         boxed = ", ".join(name for name in algorithm_names() if get_algorithm(name).box_actions)
-        raise ConfigError(f"--algo {config.algo} takes Discrete actions and {config.env_id}'s are a Box; "
-                          f"--algo {boxed} take Box actions")
+        kind = "a Box" if env_info.continuous else "MultiDiscrete"
+        raise ConfigError(f"--algo {config.algo} takes Discrete actions and {config.env_id}'s are {kind}; "
+                          f"--algo {boxed} take Box and MultiDiscrete actions")
     algorithm.preflight(config, env_info)
     if config.cuda:
         import torch

@@ -1,7 +1,8 @@
 """The policy's distribution over actions, read from the net's policy head.
 
-A net's policy head is one tensor per row: a Discrete action space's logits, or a Box
-action space's means followed by their log standard deviations (the PPO paper's Gaussian,
+A net's policy head is one tensor per row: a Discrete action space's logits, a
+MultiDiscrete one's logits of each dimension side by side, or a Box action space's means
+followed by their log standard deviations (the PPO paper's Gaussian,
 whose log-std is a learned parameter independent of the state). Everything that samples,
 scores or explains actions (acting, the losses, play) asks the net's ``distribution``, so
 an algorithm's loss is written once for both spaces.
@@ -96,9 +97,42 @@ class DiagGaussian:
         return np.clip(actions, np.asarray(self.low, np.float32), np.asarray(self.high, np.float32))
 
 
+@dataclass(frozen=True)
+class MultiCategorical:
+    """MultiDiscrete actions: one Categorical per dimension, the head their logits side by side
+    (``nvec`` of them); log-probabilities and entropies are sums over the dimensions."""
+
+    nvec: tuple[int, ...]
+    continuous = False
+
+    def _split(self, head: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.split(head, list(self.nvec), dim=-1)
+
+    def sample(self, head: torch.Tensor) -> torch.Tensor:
+        return torch.stack([CATEGORICAL.sample(logits) for logits in self._split(head)], dim=-1)
+
+    def greedy(self, head: torch.Tensor) -> torch.Tensor:
+        return torch.stack([logits.argmax(dim=-1) for logits in self._split(head)], dim=-1)
+
+    def uniform(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        actions = torch.stack([CATEGORICAL.uniform(logits)[0] for logits in self._split(head)], dim=-1)
+        return actions, torch.full(head.shape[:-1], -sum(math.log(count) for count in self.nvec), device=head.device)
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return sum(CATEGORICAL.log_prob(logits, actions[..., index])
+                   for index, logits in enumerate(self._split(head)))
+
+    def entropy(self, head: torch.Tensor) -> torch.Tensor:
+        return sum(CATEGORICAL.entropy(logits) for logits in self._split(head))
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        return actions
+
+
 CATEGORICAL = Categorical()
+Distribution = Categorical | DiagGaussian | MultiCategorical
 
 
-def policy_distribution(net: nn.Module) -> Categorical | DiagGaussian:
+def policy_distribution(net: nn.Module) -> Distribution:
     """The distribution a net's policy head parametrises: its ``distribution``, else Categorical."""
     return getattr(net, "distribution", CATEGORICAL)

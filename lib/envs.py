@@ -227,6 +227,8 @@ class EnvInfo:
     action_low: tuple[float, ...] | None = None
     """A Box action space's bounds (``n_actions`` is then its size); None for Discrete."""
     action_high: tuple[float, ...] | None = None
+    action_nvec: tuple[int, ...] | None = None
+    """A MultiDiscrete action space's sizes (``n_actions`` is then their sum); None otherwise."""
     raw_observation_space: gym.Space | None = None
     """The env's own observation space where the net sees it flattened (Dict, Tuple, Discrete)."""
 
@@ -235,8 +237,15 @@ class EnvInfo:
         return self.action_low is not None
 
     @property
+    def discrete(self) -> bool:
+        """One Discrete action (a Categorical policy)."""
+        return self.action_low is None and self.action_nvec is None
+
+    @property
     def action_shape(self) -> tuple[int, ...]:
         """One action's shape: () for Discrete, (size,) for Box."""
+        if self.action_nvec is not None:
+            return (len(self.action_nvec),)
         return (self.n_actions,) if self.continuous else ()
 
     @property
@@ -253,7 +262,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
     that the nets can take it, and report its shapes.
 
-    Raises EnvError for unknown ids, actions neither Discrete nor a flat Box, and
+    Raises EnvError for unknown ids, actions neither Discrete nor a flat MultiDiscrete or Box, and
     observations that are neither a flat vector nor Atari frames. A multi-agent env is described as one agent
     sees it: its own observation and one-hot index, its actions.
     """
@@ -267,11 +276,13 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     finally:
         env.close()
     box_actions = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
-    if not isinstance(action_space, gym.spaces.Discrete) and not box_actions:
+    multi_discrete = isinstance(action_space, gym.spaces.MultiDiscrete) and len(action_space.shape) == 1
+    if not isinstance(action_space, gym.spaces.Discrete) and not box_actions and not multi_discrete:
         raise EnvError(
             f"{env_id} has a {type(action_space).__name__} action space of shape {action_space.shape}; "
-            "the actions must be Discrete or a flat Box"
+            "the actions must be Discrete, a flat MultiDiscrete or a flat Box"
         )
+    nvec = tuple(int(count) for count in action_space.nvec) if multi_discrete else None
     if not isinstance(obs_space, gym.spaces.Box):
         raise EnvError(f"{env_id} has a {type(obs_space).__name__} observation space; need a Box")
     if not atari and len(obs_space.shape) != 1:
@@ -283,12 +294,13 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         env_id=env_id,
         observation_shape=tuple(obs_space.shape),
         observation_dtype=np.dtype(obs_space.dtype).name,
-        n_actions=int(action_space.shape[0] if box_actions else action_space.n),
+        n_actions=int(action_space.shape[0] if box_actions else sum(nvec) if nvec else action_space.n),
         atari=atari,
         frames_per_step=ATARI_FRAME_SKIP if atari else 1,
         reward_threshold=_spec(env_id).reward_threshold,
         action_low=tuple(map(float, action_space.low)) if box_actions else None,
         action_high=tuple(map(float, action_space.high)) if box_actions else None,
+        action_nvec=nvec,
         raw_observation_space=raw_space,
     )
 

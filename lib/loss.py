@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
+from lib.distributions import CATEGORICAL, Distribution
 
 
 def value_loss(values: torch.Tensor, reference_values: torch.Tensor) -> torch.Tensor:
@@ -93,7 +93,7 @@ def a2c_loss(
     normalize_advantages: bool = False,
     behaviour_log_probs: torch.Tensor | None = None,
     rho_bar: float = 1.0,
-    distribution: Categorical | DiagGaussian = CATEGORICAL,
+    distribution: Distribution = CATEGORICAL,
 ) -> LossTerms:
     """Policy + ``value_weight`` * value + entropy, with advantage = reference - V(s)
     detached (``normalize_advantages``: standardised over the batch, so the policy term's

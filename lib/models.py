@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
+from lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
 from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from lib.normalize import ObservationNormalizer
 
@@ -160,7 +160,8 @@ class MlpA2C(nn.Module):
     """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = 128,
-                 distribution: Categorical | DiagGaussian = CATEGORICAL, normalize_observations: bool = False):
+                 distribution: Distribution = CATEGORICAL,
+                 normalize_observations: bool = False):
         super().__init__()
         self.distribution = distribution
         self.normalizer = ObservationNormalizer(observation_size) if normalize_observations else None
@@ -190,8 +191,10 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     ``normalize_observations``)."""
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    distribution = (DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
-                    if env_info.continuous else CATEGORICAL)
+    if env_info.continuous:
+        distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
+    else:
+        distribution = CATEGORICAL if env_info.action_nvec is None else MultiCategorical(env_info.action_nvec)
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution,
                   normalize_observations=normalize_observations)
 

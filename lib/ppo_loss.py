@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lib.distributions import CATEGORICAL, Categorical, DiagGaussian
+from lib.distributions import CATEGORICAL, Distribution
 from lib.loss import standardized
 
 
@@ -59,7 +59,7 @@ class PPOTerms:
 def ppo_loss(head: torch.Tensor, values: torch.Tensor, actions: torch.Tensor,
              behaviour_log_probs: torch.Tensor, advantages: torch.Tensor, old_values: torch.Tensor,
              targets: torch.Tensor, settings: PPOLossSettings,
-             distribution: Categorical | DiagGaussian = CATEGORICAL) -> PPOTerms:
+             distribution: Distribution = CATEGORICAL) -> PPOTerms:
     """Surrogate + ``value_weight`` * value - ``entropy_beta`` * entropy on one minibatch;
     its advantages standardised (``value`` reported unweighted). ``head`` is the net's
     policy head, read by ``distribution`` (logits by default)."""

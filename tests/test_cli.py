@@ -27,7 +27,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "NoSuchEnv-v9"], "unknown env id"),
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "dqn"], "--algo dqn takes Discrete actions"),
     (["-n", "x", "--env", "MountainCarContinuous-v0", "--algo", "dqn"], "MountainCarContinuous-v0's are a Box"),
-    (["-n", "x", "--env", "tests.toy_envs:MultiDiscrete-v0"], "MultiDiscrete action space"),
+    (["-n", "x", "--env", "tests.toy_envs:MultiDiscrete-v0", "--algo", "dqn"], "'s are MultiDiscrete"),
     (["-n", "x", "--env", "tests.toy_envs:Image-v0"], "observations have shape (8, 8)"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "0"], "--processes"),
     (["-n", "x", "--env", "CartPole-v1", "--envs-per-process", "0"], "--envs-per-process"),

@@ -12,7 +12,7 @@ import torch
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
-from lib.distributions import CATEGORICAL, DiagGaussian
+from lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
 from lib.envs import describe_env
 from lib.loss import a2c_loss
 from lib.models import build_net
@@ -136,3 +136,25 @@ def test_mujoco_envs_run_with_the_box_preset(tmp_path, env_id):
                  processes=2, envs_per_process=2, rollout_length=64, logdir=str(tmp_path)) as trainer:
         result = trainer.train(frames=2000)
     assert result["frames"] >= 2000 and result["policy_version"] > 0
+
+
+def test_multi_discrete_log_probability_and_entropy_are_sums_over_its_dimensions():
+    multi = MultiCategorical((2, 3))
+    # dimension 0: probabilities (0.5, 0.5); dimension 1: (0.5, 0.25, 0.25)
+    head = torch.log(torch.tensor([[0.5, 0.5, 0.5, 0.25, 0.25]]))
+    assert float(multi.log_prob(head, torch.tensor([[1, 2]]))) == pytest.approx(math.log(0.5) + math.log(0.25))
+    assert float(multi.entropy(head)) == pytest.approx(math.log(2) + 1.5 * math.log(2))
+    assert multi.greedy(torch.tensor([[0.0, 9.0, 0.0, 0.0, 9.0]])).tolist() == [[1, 2]]
+    actions, log_probs = multi.uniform(torch.zeros(3000, 5))
+    assert float(log_probs[0]) == pytest.approx(-math.log(6)) and actions[:, 1].max() == 2
+
+
+@pytest.mark.timeout(120)
+def test_multi_discrete_actions_train_and_act(tmp_path):
+    info = describe_env("tests.toy_envs:MultiDiscrete-v0")
+    assert (info.action_nvec, info.n_actions, info.action_shape) == ((2, 3), 5, (2,))
+    with Trainer(env="tests.toy_envs:MultiDiscrete-v0", algo="ppo", logdir=str(tmp_path), processes=2,
+                 envs_per_process=2) as trainer:
+        assert trainer.train(frames=600)["policy_version"] > 0
+        actions = trainer.compute_actions(np.zeros((40, 1), np.float32))
+    assert actions.shape == (40, 2) and set(actions[:, 1].tolist()) <= {0, 1, 2}

@@ -123,7 +123,7 @@ gym.register("NanReward-v0", entry_point=NanRewardEnv)
 
 
 class MultiDiscreteEnv(CountingEnv):
-    """Counting with a MultiDiscrete action space, which the trainer must refuse."""
+    """Counting with a MultiDiscrete action space of sizes 2 and 3."""
 
     def __init__(self):
         super().__init__()

@@ -102,7 +102,8 @@ class Algorithm:
     """The settings that shape the net, each with the value that a checkpoint saved before
     the setting existed was trained with (``saved_net_shape``)."""
     box_actions: ClassVar[bool] = False
-    """The algorithm trains on Box action spaces too (a Gaussian policy), not only Discrete."""
+    """The algorithm trains on Box and MultiDiscrete action spaces too (``lib.distributions``),
+    not only Discrete."""
     sends_last_states: ClassVar[bool] = False
     """Children send each transition's last state (an off-policy learner bootstraps from it
     with its own nets) instead of V(last state); the slots hold them after the states."""

@@ -164,7 +164,7 @@ class EventLoop:
         """A policy locked into one action after a collapse gets the best weights back."""
         run, rewards = self.run, self.run.rewards
         entropy = self.load.last_rates.get("policy_entropy")
-        if run.env_info.continuous:  # a Gaussian's entropy has no uniform to fall from
+        if not run.env_info.discrete:  # the floor is set for one Categorical's uniform entropy
             return
         if not (self.config.collapse_rollback and run.best_state.state is not None and policy_locked(
                 entropy, run.env_info.n_actions, rewards.mean_reward, rewards.best_mean_reward,
