@@ -56,6 +56,8 @@ class VectorActor:
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
     (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
     first ``random_steps`` vector steps act uniformly at random (``--random-frames``).
+    ``global_state``: a multi-agent env's rows lead with every agent's observation, for a
+    central critic.
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
@@ -68,7 +70,8 @@ class VectorActor:
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
-                 scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = ()):
+                 scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = (),
+                 global_state: bool = False):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -80,7 +83,7 @@ class VectorActor:
         self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size, env_config=env_config,
-                                    worker_index=worker_index)
+                                    worker_index=worker_index, global_state=global_state)
         self.reward_scaler = RewardScaler(self.envs.num_envs, gamma) if scale_rewards else None
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,

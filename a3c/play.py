@@ -77,7 +77,8 @@ def load_policy(path: str) -> SavedPolicy:
         env_id, screen_size = state["config"]["env_id"], state["config"].get("screen_size")
         env_config = state["config"].get("env_config")
         algorithm = get_algorithm(saved_algorithm(state))
-        net = algorithm.build_net(describe_env(env_id, screen_size, env_config), state["config"])
+        net = algorithm.build_net(describe_env(env_id, screen_size, env_config, algorithm.central_critic),
+                                  state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc

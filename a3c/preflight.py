@@ -23,7 +23,8 @@ def preflight(config: Config) -> EnvInfo:
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     try:
-        env_info = describe_env(config.env_id, config.screen_size, config.env_config)
+        env_info = describe_env(config.env_id, config.screen_size, config.env_config,
+                                get_algorithm(config.algo).central_critic)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     except Exception as exc:  # a user's env or settings may fail any way; one line says how

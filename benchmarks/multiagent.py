@@ -1,5 +1,5 @@
 """Several agents in one env: the two-step game for each algorithm and seed, and MPE's
-simple_spread for MADDPG and independent A3C against random actions.
+simple_spread for MADDPG, MAPPO, independent PPO and A3C against random actions.
 
     python -m benchmarks.run --only multiagent --docs
 
@@ -17,11 +17,11 @@ from a3c.lifecycle.load import read_progress
 from benchmarks.solve import train_to_goal
 from lib.multiagent import TWO_STEP_GAME, JointEnv
 
-TWO_STEP_ALGORITHMS = ("qmix", "maddpg", "a3c", "ppo", "dqn")
+TWO_STEP_ALGORITHMS = ("qmix", "mappo", "maddpg", "a3c", "ppo", "dqn")
 TWO_STEP_FRAMES = 100_000
 """50,000 env steps of two agents."""
 SPREAD = "mpe2.simple_spread_v3"
-SPREAD_ALGORITHMS = ("maddpg", "a3c")
+SPREAD_ALGORITHMS = ("maddpg", "mappo", "ppo", "a3c")
 RANDOM_EPISODES = 500
 
 

@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
                              "PPO on CartPole), multiagent (the two-step game for each algorithm, "
-                             "simple_spread for MADDPG and A3C), ray (Pong on --backend ray "
+                             "simple_spread for MADDPG, MAPPO, PPO and A3C), ray (Pong on --backend ray "
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "

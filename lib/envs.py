@@ -29,6 +29,7 @@ from lib.multiagent import (
     agent_spaces,
     is_multiagent,
     make_parallel_env,
+    observation_width,
     reward_threshold,
 )
 from lib.user_envs import EnvContext, is_user_env
@@ -159,14 +160,14 @@ def sync_vector_env(env_fns: list[Callable[[], gym.Env]]) -> SyncVectorEnv:
 
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
                     screen_size: int | None = None, env_config: Mapping[str, Any] | None = None,
-                    worker_index: int = 0) -> VectorEnv:
+                    worker_index: int = 0, global_state: bool = False) -> VectorEnv:
     """The envs a worker steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
     fifth of the time of 16 separate envs) unless ``env_config`` is given, else
     ``sync_vector_env`` of ``make_env`` (each env told its ``worker_index`` and its index). A
     multi-agent env gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
     if is_multiagent(env_id):
-        return AgentSlots(env_id, num_envs)
+        return AgentSlots(env_id, num_envs, global_state)
     spec = _spec(env_id)
     if not is_atari(env_id):
         if spec.vector_entry_point is not None and not env_config:
@@ -230,6 +231,9 @@ class EnvInfo:
     action_nvec: tuple[int, ...] | None = None
     """A MultiDiscrete action space's sizes (``n_actions`` is then their sum); None otherwise."""
     raw_observation_space: gym.Space | None = None
+    global_state_size: int = 0
+    """A multi-agent observation's leading part holding every agent's own (``AgentSlots``'s
+    ``global_state``), 0 without it."""
     """The env's own observation space where the net sees it flattened (Dict, Tuple, Discrete)."""
 
     @property
@@ -258,16 +262,17 @@ class EnvInfo:
         return ATARI_FRAME_STACK if self.atari else None
 
 
-def describe_env(env_id: str, screen_size: int | None = None, env_config: Mapping[str, Any] | None = None) -> EnvInfo:
+def describe_env(env_id: str, screen_size: int | None = None, env_config: Mapping[str, Any] | None = None,
+                 global_state: bool = False) -> EnvInfo:
     """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
     that the nets can take it, and report its shapes.
 
     Raises EnvError for unknown ids, actions neither Discrete nor a flat MultiDiscrete or Box, and
     observations that are neither a flat vector nor Atari frames. A multi-agent env is described as one agent
-    sees it: its own observation and one-hot index, its actions.
+    sees it: its own observation and one-hot index (after every agent's, with ``global_state``), its actions.
     """
     if is_multiagent(env_id):
-        return _describe_multiagent(env_id)
+        return _describe_multiagent(env_id, global_state)
     atari = is_atari(env_id)
     env = make_env(env_id, screen_size=screen_size, env_config=env_config)
     try:
@@ -305,7 +310,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     )
 
 
-def _describe_multiagent(env_id: str) -> EnvInfo:
+def _describe_multiagent(env_id: str, global_state: bool) -> EnvInfo:
     parallel_env = make_parallel_env(env_id)
     try:
         spaces = agent_spaces(env_id, parallel_env)
@@ -313,6 +318,7 @@ def _describe_multiagent(env_id: str) -> EnvInfo:
         raise EnvError(str(exc)) from exc
     finally:
         parallel_env.close()
-    return EnvInfo(env_id=env_id, observation_shape=(spaces.observation_size + len(spaces.agents),),
+    return EnvInfo(env_id=env_id, observation_shape=(observation_width(spaces, global_state),),
                    observation_dtype="float32", n_actions=spaces.n_actions, atari=False, frames_per_step=1,
-                   reward_threshold=reward_threshold(env_id), agents=spaces.agents)
+                   reward_threshold=reward_threshold(env_id), agents=spaces.agents,
+                   global_state_size=len(spaces.agents) * spaces.observation_size if global_state else 0)

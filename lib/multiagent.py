@@ -256,16 +256,20 @@ class AgentSlots(VectorEnv):
     A slot's reward is its agent's; it terminates (or is truncated) at the step its agent
     finishes. Until its env ends it is idle: ``infos["active"]`` is False there, its
     observation zeros, its action ignored. ``infos["team_episodes"]`` lists the episodes
-    that ended at this step.
+    that ended at this step. With ``global_state`` each slot's observation starts with every
+    agent's own observation of its env side by side (``with_global_state``), for a critic
+    that sees them all.
     """
 
-    def __init__(self, env_id: str, num_joint: int):
+    def __init__(self, env_id: str, num_joint: int, global_state: bool = False):
         self.joint_envs = [JointEnv(env_id) for _ in range(num_joint)]
+        self.global_state = global_state
         self.agents = len(self.joint_envs[0].spaces.agents)
         self.num_envs = num_joint * self.agents
         self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
-        joint_space = self.joint_envs[0].observation_space
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, joint_space.shape[1:], np.float32)
+        spaces = self.joint_envs[0].spaces
+        width = observation_width(spaces, global_state)
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (width,), np.float32)
         self.single_action_space = gym.spaces.Discrete(self.joint_envs[0].spaces.n_actions)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
@@ -275,7 +279,7 @@ class AgentSlots(VectorEnv):
     def reset(self, *, seed: int | Sequence[int] | None = None,
               options: dict | None = None) -> tuple[np.ndarray, dict]:
         seeds = [None if seed is None else seed + index for index in range(len(self.joint_envs))]
-        observations = [env.reset(seed=env_seed)[0] for env, env_seed in zip(self.joint_envs, seeds)]
+        observations = [self._rows(env.reset(seed=env_seed)[0]) for env, env_seed in zip(self.joint_envs, seeds)]
         self._returns[:] = 0.0
         self._lengths[:] = 0
         return np.concatenate(observations), {}
@@ -288,14 +292,14 @@ class AgentSlots(VectorEnv):
             joint, _, over, cut, info = env.step(actions[index])
             self._returns[index] += info["agent_rewards"]
             self._lengths[index] += 1
-            final_observations.append(joint)
+            final_observations.append(self._rows(joint))
             if over or cut:
                 episodes.append(EpisodeResult(float(self._returns[index].sum()), int(self._lengths[index]),
                                               tuple(float(value) for value in self._returns[index])))
                 self._returns[index] = 0.0
                 self._lengths[index] = 0
                 joint, _ = env.reset()
-            observations.append(joint)
+            observations.append(self._rows(joint))
             rewards.append(info["agent_rewards"])
             terminated.append(info["agent_done"] & ~info["agent_truncated"])
             truncated.append(info["agent_truncated"])
@@ -305,9 +309,27 @@ class AgentSlots(VectorEnv):
         return (np.concatenate(observations), np.concatenate(rewards), np.concatenate(terminated),
                 np.concatenate(truncated), infos)
 
+    def _rows(self, joint: np.ndarray) -> np.ndarray:
+        return with_global_state(joint, self.agents) if self.global_state else joint
+
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.joint_envs:
             env.close()
+
+
+def observation_width(spaces: AgentSpaces, global_state: bool) -> int:
+    """A slot's observation: its agent's own and its one-hot index, after every agent's own
+    observation where ``global_state``."""
+    own = spaces.observation_size + len(spaces.agents)
+    return own + len(spaces.agents) * spaces.observation_size if global_state else own
+
+
+def with_global_state(joint: np.ndarray, agents: int) -> np.ndarray:
+    """(agents, size + agents) rows, each with every agent's own observation (the first
+    ``size`` of each row, side by side) put in front."""
+    size = joint.shape[1] - agents
+    everyone = np.broadcast_to(joint[:, :size].reshape(1, -1), (len(joint), agents * size))
+    return np.concatenate([everyone, joint], axis=1)
 
 
 def joint_transitions(batch: TransitionBatch, agents: int) -> TransitionBatch:

@@ -12,10 +12,11 @@ from a3c.algos.a3c import A3C
 from a3c.algos.base import Algorithm
 from a3c.algos.dqn import DQN
 from a3c.algos.maddpg import MADDPG
+from a3c.algos.mappo import MAPPO
 from a3c.algos.ppo import PPO
 from a3c.algos.qmix import QMIX
 
-BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG(), QMIX())
+BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG(), QMIX(), MAPPO())
 """The first is the default."""
 
 _REGISTRY: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in BUILT_IN}

@@ -101,6 +101,9 @@ class Algorithm:
     net_shape: ClassVar[Mapping[str, Any]] = {}
     """The settings that shape the net, each with the value that a checkpoint saved before
     the setting existed was trained with (``saved_net_shape``)."""
+    central_critic: ClassVar[bool] = False
+    """On a multi-agent env each row leads with every agent's observation (``describe_env``'s
+    ``global_state``), for a critic that reads them all."""
     box_actions: ClassVar[bool] = False
     """The algorithm trains on Box and MultiDiscrete action spaces too (``lib.distributions``),
     not only Discrete."""
