@@ -94,8 +94,8 @@ class EpisodeResult:
     reward: float
     length: int
     agent_rewards: tuple[float, ...] = ()
-    env_index: int = -1
-    """Which of its worker's envs played it (-1 where not known)."""
+    env_index: int = dataclasses.field(default=-1, compare=False)
+    """Which of its worker's envs played it (-1 where not known); not part of the result."""
     custom_metrics: Mapping[str, float] = dataclasses.field(default_factory=dict)
     """What the worker's ``on_episode_end`` callbacks recorded (``lib.episodes``)."""
     hist_data: Mapping[str, Sequence[float]] = dataclasses.field(default_factory=dict)

@@ -113,6 +113,7 @@ def test_several_envs_ending_on_different_steps():
     assert long_env == [(10_000, 2.75, 10_003, 3), (10_001, 4.5, None, 3),
                         (10_002, 5.0, None, 2), (10_003, 4.0, None, 1)]
     assert episodes == [EpisodeResult(3.0, 2), EpisodeResult(3.0, 2), EpisodeResult(10.0, 4)]
+    assert [episode.env_index for episode in episodes] == [0, 0, 1]  # which env played each
 
 
 @pytest.mark.parametrize("truncate", [False, True])
