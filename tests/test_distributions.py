@@ -112,12 +112,22 @@ def test_rows_keep_the_drawn_actions_while_the_env_gets_them_clipped():
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("algo", ["ppo", "a3c"])
-def test_box_actions_train_save_and_act_within_the_bounds(tmp_path, algo):
-    with Trainer(env="Pendulum-v1", algo=algo, logdir=str(tmp_path), processes=2, envs_per_process=4) as trainer:
+def test_box_actions_and_running_statistics_train_save_and_act(tmp_path, algo):
+    """Box actions through save, restore and compute_action; the learner keeps the net's
+    observation statistics (lib.normalize) and the checkpoint carries them into the policy."""
+    with Trainer(env="Pendulum-v1", algo=algo, normalize_observations=True, scale_rewards=True,
+                 logdir=str(tmp_path), processes=2, envs_per_process=4) as trainer:
         result = trainer.train(frames=3000)
         assert result["frames"] >= 3000 and result["policy_version"] > 0
+        normalizer = trainer.net.normalizer
+        # Pendulum observes (cos, sin, angular velocity): the cosines and sines stay within [-1, 1]
+        assert float(normalizer.count) >= 1000 and 0.0 < float(normalizer.var[:2].max()) <= 1.0
         path = trainer.save()
+        mean = normalizer.mean.clone()
     restored = Trainer.restore(path)
+    assert torch.equal(restored.net.normalizer.mean, mean)
+    head, _ = restored.net(torch.zeros(1, 3))
+    assert torch.allclose(head[:, :1], restored.net.policy(restored.net.normalizer(torch.zeros(1, 3))))
     actions = restored.compute_actions(np.zeros((50, 3), np.float32))
     assert actions.shape == (50, 1) and np.abs(actions).max() <= 2.0
     assert restored.compute_action(np.zeros(3, np.float32), greedy=True).shape == (1,)
@@ -129,11 +139,12 @@ def test_an_algorithm_for_discrete_actions_refuses_a_box(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5"])
-def test_mujoco_envs_run_with_the_box_preset(tmp_path, env_id):
+def test_mujoco_envs_run_with_the_box_preset(tmp_path):
     pytest.importorskip("mujoco", reason="gymnasium's MuJoCo envs: pip install -e '.[mujoco]'")
-    with Trainer(env=env_id, algo="ppo", preset="box", normalize_observations=True, scale_rewards=True,
-                 processes=2, envs_per_process=2, rollout_length=64, logdir=str(tmp_path)) as trainer:
+    hopper = describe_env("Hopper-v5")
+    assert hopper.continuous and hopper.action_shape == (3,) and hopper.observation_shape == (11,)
+    with Trainer(env="HalfCheetah-v5", algo="ppo", preset="box", processes=2, envs_per_process=2,
+                 rollout_length=64, logdir=str(tmp_path)) as trainer:
         result = trainer.train(frames=2000)
     assert result["frames"] >= 2000 and result["policy_version"] > 0
 

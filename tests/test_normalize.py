@@ -1,13 +1,13 @@
 """Running statistics by hand: the parallel merge, standardised and clipped observations,
-rewards scaled by the return's deviation; the learner keeping the net's statistics and a
-checkpoint carrying them into compute_action."""
+rewards scaled by the return's deviation (the learner keeping the net's statistics through a
+checkpoint: tests/test_distributions.py's Pendulum runs)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from a3c import ConfigError, Trainer
+from a3c import ConfigError
 from a3c.config import make_config
 from lib.normalize import (
     INITIAL_COUNT,
@@ -57,21 +57,3 @@ def test_normalising_frames_is_refused_and_so_is_it_in_grads_mode():
         make_config(normalize_observations=True)
     with pytest.raises(ConfigError, match="--normalize-observations is for data mode"):
         make_config(env="Pendulum-v1", mode="grads", normalize_observations=True)
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("algo", ["a3c", "ppo"])
-def test_the_learner_keeps_the_statistics_and_a_checkpoint_carries_them(tmp_path, algo):
-    with Trainer(env="Pendulum-v1", algo=algo, normalize_observations=True, scale_rewards=True, logdir=str(tmp_path),
-                 processes=2, envs_per_process=4) as trainer:
-        trainer.train(frames=3000)
-        normalizer = trainer.net.normalizer
-        # Pendulum's observation is (cos, sin, angular velocity): the cosines and sines stay within [-1, 1]
-        assert float(normalizer.count) >= 1000 and 0.0 < float(normalizer.var[:2].max()) <= 1.0
-        path = trainer.save()
-        mean = normalizer.mean.clone()
-    restored = Trainer.restore(path)
-    assert torch.equal(restored.net.normalizer.mean, mean)
-    head, _ = restored.net(torch.zeros(1, 3))
-    manual = restored.net.policy(restored.net.normalizer(torch.zeros(1, 3)))
-    assert torch.allclose(head[:, :1], manual)  # the policy sees the standardised observation
