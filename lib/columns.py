@@ -51,10 +51,9 @@ class Payload:
             raise ValueError(f"a column is declared twice in {names}")
         self.columns = tuple(columns)
         self.max_rows = max_rows
-
-    @property
-    def large(self) -> tuple[Column, ...]:
-        return tuple(column for column in self.columns if column.large)
+        self.declared = {column.name: column for column in self.columns}
+        self.large = tuple(column for column in self.columns if column.large)
+        """The columns that travel in shared memory on the process backend."""
 
     def encode(self, item: Any) -> tuple[dict[str, np.ndarray], Any]:
         raise NotImplementedError
@@ -65,7 +64,7 @@ class Payload:
     def checked(self, columns: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         """``columns`` when they are exactly the declared ones, each of its declared rows and of
         one length, at most ``max_rows``; PayloadError otherwise."""
-        declared = {column.name: column for column in self.columns}
+        declared = self.declared
         if set(columns) != set(declared):
             missing, undeclared = sorted(set(declared) - set(columns)), sorted(set(columns) - set(declared))
             raise PayloadError(f"a worker's message has undeclared columns {undeclared} and lacks declared "

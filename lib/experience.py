@@ -66,15 +66,14 @@ class TransitionBatch:
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every column the batch has, by name, its ``extras`` among them."""
-        named = {field.name: getattr(self, field.name) for field in dataclasses.fields(self) if field.name != "extras"}
+        named = {name: getattr(self, name) for name in NAMED_COLUMNS}
         return {name: column for name, column in named.items() if column is not None} | self.extras
 
     @staticmethod
     def from_columns(columns: Mapping[str, np.ndarray]) -> TransitionBatch:
         """The batch of ``columns()``: the named fields from their names, the rest as extras."""
-        names = {field.name for field in dataclasses.fields(TransitionBatch)} - {"extras"}
-        return TransitionBatch(**{name: column for name, column in columns.items() if name in names},
-                               extras={name: column for name, column in columns.items() if name not in names})
+        return TransitionBatch(**{name: column for name, column in columns.items() if name in NAMED_COLUMNS},
+                               extras={name: column for name, column in columns.items() if name not in NAMED_COLUMNS})
 
     @staticmethod
     def concatenate(batches: Sequence[TransitionBatch]) -> TransitionBatch:
@@ -84,6 +83,10 @@ class TransitionBatch:
         parts = [batch.columns() for batch in batches]
         shared = [name for name in parts[0] if all(name in part for part in parts)]
         return TransitionBatch.from_columns({name: np.concatenate([part[name] for part in parts]) for name in shared})
+
+
+NAMED_COLUMNS = frozenset(field.name for field in dataclasses.fields(TransitionBatch)) - {"extras"}
+"""The columns ``TransitionBatch`` names as fields; any other column is one of its extras."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 
+def require_agents(algo: str, config: Config, env_info: EnvInfo) -> None:
+    """ConfigError unless the env has several agents (the algorithm ``algo`` needs them)."""
+    if not env_info.agents:
+        raise ConfigError(f"--algo {algo} needs a multi-agent env (TwoStepGame, or a PettingZoo parallel env "
+                          f"such as mpe2.simple_spread_v3); {config.env_id} has one agent")
+
+
 class JointRowsAlgorithm(Algorithm):
     """A multi-agent algorithm on joint rows with one ``preset`` of values."""
 
@@ -41,9 +48,7 @@ class JointRowsAlgorithm(Algorithm):
             raise ConfigError(f"--reward-steps of --algo {self.name} is 1: its targets bootstrap every step")
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
-        if not env_info.agents:
-            raise ConfigError(f"--algo {self.name} needs a multi-agent env (TwoStepGame, or a PettingZoo parallel "
-                              f"env such as mpe2.simple_spread_v3); {config.env_id} has one agent")
+        require_agents(self.name, config, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "joint_rows": True}

@@ -49,6 +49,7 @@ class ChildChannel:
                  tasks: Any):
         self.worker_id = worker_id
         self.payload = payload
+        self.large_names = frozenset(column.name for column in payload.large)
         self.incarnation = incarnation
         self.messages = messages
         self.tasks = tasks
@@ -113,7 +114,7 @@ class ChildChannel:
         match the declaration."""
         columns, meta = self.payload.encode(item)
         self.payload.checked(columns)
-        large = {column.name for column in self.payload.large}
+        large = self.large_names
         slot = self._fill_slot({name: array for name, array in columns.items() if name in large})
         if slot is None:
             return False

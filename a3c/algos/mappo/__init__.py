@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from a3c.algos.joint import require_agents
 from a3c.algos.ppo import PPO
 from a3c.settings import ConfigError
 
@@ -30,9 +31,7 @@ class MAPPO(PPO):
             raise ConfigError("--algo mappo is for multi-agent envs with vector observations")
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
-        if not env_info.agents:
-            raise ConfigError(f"--algo mappo needs a multi-agent env (TwoStepGame, or a PettingZoo parallel env "
-                              f"such as mpe2.simple_spread_v3); {config.env_id} has one agent")
+        require_agents(self.name, config, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "global_state": True}
