@@ -22,6 +22,8 @@ from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from lib.models import evaluate
 from lib.multiagent import joint_transitions
 from lib.normalize import RewardScaler
+from lib.recurrent import is_recurrent
+from lib.recurrent import step as recurrent_step
 
 
 @dataclass
@@ -59,6 +61,9 @@ class VectorActor:
     ``global_state``: a multi-agent env's rows lead with every agent's observation, for a
     central critic.
 
+    A recurrent net (``lib.recurrent``) keeps a state per env, zeroed where an episode starts;
+    each row carries the state its action was chosen from (``recurrent_states``).
+
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just
     before each forward pass, so a row's label is the version of the logits that chose its
     action (at least that new, since the learner may step while the pass reads the weights).
@@ -95,11 +100,31 @@ class VectorActor:
             self._callback_resetting = np.zeros(self.envs.num_envs, dtype=bool)
             for env_index, observation in enumerate(self._observations):
                 self.episode_callbacks.start(env_index, observation)
+        self.recurrent = is_recurrent(net)
+        self._state = net.initial_state(self.envs.num_envs, self.device) if self.recurrent else None
+        self._ended = np.zeros(self.envs.num_envs, dtype=bool)
         self._logits_policy_version = policy_version()
-        self._logits, _ = self._evaluate(self._observations)
+        self._logits, _, self._next_state = self._evaluate(self._observations, self._state)
 
-    def _evaluate(self, observations: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        return evaluate(self.net, torch.as_tensor(observations).to(self.device), self.bf16)
+    def _evaluate(self, observations: np.ndarray,
+                  state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(policy head, values, next recurrent state or None) of ``observations``."""
+        observations = torch.as_tensor(observations).to(self.device)
+        if not self.recurrent:
+            return (*evaluate(self.net, observations, self.bf16), None)
+        return recurrent_step(self.net, observations, state, self.bf16)
+
+    def _state_for_next(self, ended: np.ndarray) -> torch.Tensor | None:
+        """The recurrent state each env meets its next observation with: the one its last step
+        led to, zeroed where that observation starts an episode (with SAME_STEP autoreset, right
+        after the end; with NEXT_STEP, after the reset step that follows it)."""
+        if not self.recurrent:
+            return None
+        starting = self._ended if self.accumulator.next_step_reset else ended
+        self._ended = ended
+        state = self._next_state.clone()
+        state[torch.as_tensor(starting, device=self.device)] = 0.0
+        return state
 
     def step(self) -> ActorStep:
         """Act on the last observations with the logits already computed for them, step the
@@ -118,17 +143,22 @@ class VectorActor:
         next_observations, rewards, terminated, truncated, infos = self.envs.step(
             self.distribution.env_actions(actions))
         self._logits_policy_version = self.policy_version()
-        self._logits, next_values = self._evaluate(next_observations)
+        acted_from, next_state = self._state, self._state_for_next(terminated | truncated)
+        final_values = None  # read before the next evaluation replaces the state they need
+        if not self.send_last_states and not self.accumulator.next_step_reset:
+            final_values = self._final_values(truncated, infos)
+        self._logits, next_values, self._next_state = self._evaluate(next_observations, next_state)
+        self._state = next_state
         if self.send_last_states:  # an off-policy learner bootstraps from them with its own nets
             next_values, final_values = None, None
         else:
             next_values = next_values.cpu().numpy()
-            final_values = None if self.accumulator.next_step_reset else self._final_values(truncated, infos)
         trained_rewards = None if self.reward_scaler is None else self.reward_scaler(rewards, terminated | truncated)
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values, final_values=final_values, policy_version=policy_version,
             log_probs=log_probs, trained_rewards=trained_rewards,
+            extras=None if acted_from is None else {"recurrent_states": acted_from.cpu().numpy()},
         )
         if self.episode_callbacks is not None:
             ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)
@@ -166,11 +196,13 @@ class VectorActor:
         return ended
 
     def _final_values(self, truncated: np.ndarray, infos: dict) -> np.ndarray | None:
-        """V(final observation) of the truncated envs (zeros elsewhere), None if none was."""
+        """V(final observation) of the truncated envs (zeros elsewhere), None if none was; a
+        recurrent net's from the state that env's last step led to."""
         rows = np.flatnonzero(truncated)
         if not len(rows):
             return None
-        _, values = self._evaluate(np.stack([infos["final_obs"][row] for row in rows]))
+        state = None if self._next_state is None else self._next_state[torch.as_tensor(rows, device=self.device)]
+        _, values, _ = self._evaluate(np.stack([infos["final_obs"][row] for row in rows]), state)
         final_values = np.zeros(len(truncated), dtype=np.float32)
         final_values[rows] = values.cpu().numpy()
         return final_values

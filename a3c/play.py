@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,8 @@ from lib.distributions import policy_distribution
 from lib.envs import EnvError, describe_env, make_env
 from lib.models import evaluate
 from lib.multiagent import is_multiagent
+from lib.recurrent import is_recurrent
+from lib.recurrent import step as recurrent_step
 
 DEFAULT_MAX_STEPS = 27_000
 """Agent steps per episode: 108,000 Atari frames, the usual 30-minute evaluation cap."""
@@ -107,31 +109,46 @@ def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None =
                     env_config=env_config)
 
 
-def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarray,
-                   greedy: bool) -> np.ndarray:
+def policy_step(net: nn.Module, algorithm: Algorithm, observations: np.ndarray, greedy: bool,
+                state: torch.Tensor | None = None) -> tuple[np.ndarray, torch.Tensor | None]:
     """The actions ``net`` takes on a batch of raw env observations, on the net's device, as
     ``algorithm`` plays: sampled from the policy or its most probable ones (a Q-network's
-    greedy ones always), within a Box action space's bounds."""
+    greedy ones always), within a Box action space's bounds; and a recurrent net's next state
+    (from ``state``, zeros when None), else None."""
     device = next(net.parameters()).device
-    head, _ = evaluate(net, torch.as_tensor(np.asarray(observations), device=device))
+    observations = torch.as_tensor(np.asarray(observations), device=device)
+    if is_recurrent(net):
+        state = net.initial_state(len(observations), device) if state is None else state.to(device)
+        head, _, state = recurrent_step(net, observations, state)
+    else:
+        head, _ = evaluate(net, observations)
     distribution = policy_distribution(net)
-    return distribution.env_actions(algorithm.play_actions(head, greedy, distribution).cpu().numpy())
+    return distribution.env_actions(algorithm.play_actions(head, greedy, distribution).cpu().numpy()), state
 
 
-def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, greedy: bool) -> int | np.ndarray:
+def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarray, greedy: bool) -> np.ndarray:
+    """``policy_step``'s actions, a recurrent net's from zero states."""
+    return policy_step(net, algorithm, observations, greedy)[0]
+
+
+def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, state: torch.Tensor | None = None,
+             greedy: bool = False) -> tuple[int | np.ndarray, torch.Tensor | None]:
     """The action for one env observation: an int, or one per agent for a multi-agent env's
-    joint observation (``lib.multiagent.JointEnv``)."""
-    actions = policy_actions(net, algorithm, np.asarray(observation)[None], greedy)[0]
-    return int(actions) if actions.ndim == 0 else actions
+    joint observation (``lib.multiagent.JointEnv``); and a recurrent net's next state."""
+    actions, state = policy_step(net, algorithm, np.asarray(observation)[None], greedy, state)
+    return (int(actions[0]) if actions[0].ndim == 0 else actions[0]), state
 
 
-def play_episode(env: gym.Env, act: Callable[[np.ndarray], int | np.ndarray], seed: int,
+def play_episode(env: gym.Env, act: Callable[[np.ndarray, Any], tuple[int | np.ndarray, Any]], seed: int,
                  max_steps: int) -> EpisodePlayed:
-    """One episode with ``act`` choosing each action from the raw observation."""
+    """One episode with ``act(observation, state)`` choosing each action from the raw
+    observation and the state its last call returned (None at the start; a recurrent
+    policy's memory, which starts each episode empty)."""
     observation, _ = env.reset(seed=seed)
-    total, steps = 0.0, 0
+    total, steps, state = 0.0, 0, None
     while steps < max_steps:
-        observation, reward, terminated, truncated, _ = env.step(act(observation))
+        action, state = act(observation, state)
+        observation, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         steps += 1
         if terminated or truncated:

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
+from lib.memory_task import register as register_memory_task
 from lib.multiagent import (
     AgentSlots,
     JointEnv,
@@ -43,6 +44,7 @@ universe-starter-agent and pytorch-a3c use), a quarter of the pixels."""
 ATARI_NOOP_MAX = 30
 
 
+
 class EnvError(ValueError):
     """The env id or its spaces cannot be used by this trainer."""
 
@@ -56,6 +58,7 @@ def _register_atari() -> None:
 
 
 _register_atari()
+register_memory_task()
 
 
 def run_frames_per_step(config: Any) -> int:

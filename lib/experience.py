@@ -36,7 +36,8 @@ class TransitionBatch:
     A rollout learner (PPO) also gets ``log_probs`` (of each row's action under the weights
     that chose it), ``env_ids`` (the env's index in its worker) and ``ends`` (the row's window
     reaches its episode's end, by termination or truncation): with them it puts each env's
-    rows back into sequences.
+    rows back into sequences; ``starts`` (the row is its episode's first step) tells a
+    recurrent learner where the state was zeroed (``lib.recurrent``).
     """
 
     states: np.ndarray
@@ -50,6 +51,7 @@ class TransitionBatch:
     log_probs: np.ndarray | None = None
     env_ids: np.ndarray | None = None
     ends: np.ndarray | None = None
+    starts: np.ndarray | None = None
     extras: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """Columns an algorithm declares beyond these (``lib.columns``), by name, a row each."""
 
@@ -156,6 +158,7 @@ class NStepAccumulator:
         policy_version: int | None = None,
         log_probs: np.ndarray | None = None,
         trained_rewards: np.ndarray | None = None,
+        extras: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
@@ -168,8 +171,9 @@ class NStepAccumulator:
         ``policy_version``, the optimizer step of the weights that chose ``actions``, labels
         each row those actions start (``policy_versions``), when given. ``log_probs`` of
         ``actions`` under those weights add the rollout columns (``log_probs``, ``env_ids``,
-        ``ends``). ``trained_rewards``, where given, are what the rows sum instead of the
-        rewards (scaled ones); the episodes' returns are the rewards'.
+        ``ends``, ``starts``). ``trained_rewards``, where given, are what the rows sum instead of
+        the rewards (scaled ones); the episodes' returns are the rewards'. ``extras``: columns
+        of the caller's, an entry per env, each row taking its first step's (``extras``).
         """
         with_values = next_values is not None
         if self.lam < 1.0 and not with_values:
@@ -187,8 +191,9 @@ class NStepAccumulator:
                 trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
             next_value = self._next_value(env_index, terminated, truncated, next_values, final_values)
+            extra = None if extras is None else {name: column[env_index] for name, column in extras.items()}
             pending.append((observations[env_index], actions[env_index], trained_reward,
-                            policy_version, log_prob, next_value))
+                            policy_version, log_prob, next_value, self._episode_lengths[env_index] == 0, extra))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
             if terminated[env_index] or truncated[env_index]:
@@ -239,15 +244,15 @@ class NStepAccumulator:
             discounted = 0.0
             for power, entry in enumerate(pending):
                 discounted += entry[2] * self.gamma ** power
-        state, action, _, policy_version, log_prob, _ = pending.popleft()
-        return state, action, discounted, bootstrap, steps, policy_version, log_prob, env_index, ends
+        state, action, _, policy_version, log_prob, _, start, extra = pending.popleft()
+        return state, action, discounted, bootstrap, steps, policy_version, log_prob, env_index, ends, start, extra
 
     def _lambda_return(self, pending: deque) -> float:
         """The lambda-return of the oldest pending step over the steps pending; each step
         holds V of the state it led to (0 after a termination), the last one's being the
         bootstrap value."""
         following = pending[-1][5]
-        for _, _, reward, _, _, next_value in reversed(pending):
+        for _, _, reward, _, _, next_value, _, _ in reversed(pending):
             following = reward + self.gamma * ((1.0 - self.lam) * next_value + self.lam * following)
         return following
 
@@ -278,5 +283,8 @@ def _stack(emitted: list[tuple], with_values: bool) -> TransitionBatch | None:
         **({} if emitted[0][6] is None else {
             "log_probs": np.array([row[6] for row in emitted], dtype=np.float32),
             "env_ids": np.array([row[7] for row in emitted], dtype=np.int64),
-            "ends": np.array([row[8] for row in emitted], dtype=bool)}),
+            "ends": np.array([row[8] for row in emitted], dtype=bool),
+            "starts": np.array([row[9] for row in emitted], dtype=bool)}),
+        extras={} if emitted[0][10] is None else {
+            name: np.stack([row[10][name] for row in emitted]) for name in emitted[0][10]},
     )

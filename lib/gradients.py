@@ -14,6 +14,7 @@ from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
 from lib.loss import LossSettings, LossTerms, a2c_loss
 from lib.models import forward
+from lib.recurrent import is_recurrent, sequences, streams_of, unroll
 
 
 @dataclass
@@ -59,11 +60,20 @@ class LossStats:
 
 def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
                device: torch.device | str) -> tuple[LossTerms, LossStats]:
-    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet); with
+    """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet), a
+    recurrent net's over sequences of ``settings.seq_len`` (``lib.recurrent``); with
     ``settings.rho_bar`` the rows' ``log_probs`` weigh the policy term (``a2c_loss``), where
     they carry them (rows made by hand without them weigh 1)."""
+    lengths = None
+    if is_recurrent(net):  # rows regrouped into each env's sequences, rerun from their stored states
+        order, lengths = sequences(streams_of(transitions), settings.seq_len)
+        transitions = transitions[order]
     states, actions, reference_values = unpack_batch(transitions, net, settings.gamma, device)
-    head, values = forward(net, states, settings.bf16)
+    if lengths is None:
+        head, values = forward(net, states, settings.bf16)
+    else:
+        stored = torch.as_tensor(transitions.extras["recurrent_states"]).to(device)
+        head, values = unroll(net, states, stored, transitions.starts, lengths, settings.bf16)
     behaviour = None
     if settings.rho_bar is not None and transitions.log_probs is not None:
         behaviour = torch.as_tensor(transitions.log_probs).to(device)

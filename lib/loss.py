@@ -66,6 +66,8 @@ class LossSettings:
     rho_bar: float | None = None
     """Weigh each row's policy-gradient term by ``min(rho_bar, pi/mu)`` (rows must carry the
     acting policy's log-probabilities); None: every row weighs 1, as on-policy A2C does."""
+    seq_len: int = 20
+    """A recurrent net's sequences: the most steps backpropagated through (``lib.recurrent``)."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ from torch import nn
 from lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
 from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from lib.normalize import ObservationNormalizer
+from lib.recurrent import RecurrentA2C
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden
@@ -145,6 +146,10 @@ def scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     return scaled.permute(0, 3, 1, 2)
 
 
+MLP_HIDDEN = 128
+"""The width of the vector nets' hidden layers."""
+
+
 class MlpA2C(nn.Module):
     """Separate policy and value MLPs (two hidden layers each) for vector observations.
 
@@ -159,7 +164,7 @@ class MlpA2C(nn.Module):
     statistics the learner keeps up (``lib.normalize.ObservationNormalizer``).
     """
 
-    def __init__(self, observation_size: int, n_actions: int, hidden: int = 128,
+    def __init__(self, observation_size: int, n_actions: int, hidden: int = MLP_HIDDEN,
                  distribution: Distribution = CATEGORICAL,
                  normalize_observations: bool = False):
         super().__init__()
@@ -207,17 +212,42 @@ class CentralCriticMlp(nn.Module):
         return head, self.value(observations).squeeze(-1)
 
 
+class AtariFeatures(nn.Module):
+    """A conv body (``conv_body``) and one hidden ReLU layer over it, on uint8 frames: the
+    features a recurrent net's cell reads (``lib.recurrent``)."""
+
+    def __init__(self, input_shape: tuple[int, ...], conv: str = "nature"):
+        super().__init__()
+        self.conv, conv_out, self.size = conv_body(conv, input_shape)
+        self.hidden = nn.Sequential(nn.Linear(conv_out, self.size), nn.ReLU())
+        init_relu_layers([*self.conv, *self.hidden])
+        self.conv.to(memory_format=torch.channels_last)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.hidden(self.conv(scaled_channels_last(observations)))
+
+
 def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
-              normalize_observations: bool = False) -> nn.Module:
+              normalize_observations: bool = False, lstm: bool = False, lstm_cell_size: int = 256) -> nn.Module:
     """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors
     (a Gaussian policy for Box actions; running observation statistics with
-    ``normalize_observations``)."""
-    if env_info.atari:
-        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
+    ``normalize_observations``); with ``lstm``, the body under an LSTM cell of
+    ``lstm_cell_size`` units (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply)."""
     if env_info.continuous:
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
     else:
         distribution = CATEGORICAL if env_info.action_nvec is None else MultiCategorical(env_info.action_nvec)
+    if lstm:
+        if env_info.atari:
+            body = AtariFeatures(env_info.observation_shape, conv)
+            return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution)
+        size = env_info.observation_shape[0]
+        body = nn.Sequential(nn.Linear(size, MLP_HIDDEN), nn.ReLU())
+        init_relu_layers(body)
+        normalizer = ObservationNormalizer(size) if normalize_observations else None
+        return RecurrentA2C(body, MLP_HIDDEN, env_info.n_actions, lstm_cell_size, distribution, normalizer)
+    if env_info.atari:
+        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution,
                   normalize_observations=normalize_observations)
 

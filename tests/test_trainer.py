@@ -183,9 +183,9 @@ def test_env_task_needs_an_env_with_set_task(tmp_path):
 def test_evaluation_every_n_iterations_runs_greedy_episodes_and_logs_them(tmp_path, monkeypatch):
     asked_greedy = []
 
-    def recording_act_once(net, algorithm, observation, greedy):
+    def recording_act_once(net, algorithm, observation, state, greedy):
         asked_greedy.append(greedy)
-        return 0
+        return 0, None
 
     monkeypatch.setattr(a3c.lifecycle.trainer, "act_once", recording_act_once)
     with Trainer(env=TOY, logdir=str(tmp_path), stop_reward=1e9, eval_every=2, eval_episodes=3) as trainer:

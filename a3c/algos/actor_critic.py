@@ -12,6 +12,7 @@ from a3c.settings import ConfigError, Preset, option
 if TYPE_CHECKING:
     from torch import nn
 
+    from a3c.algos.payloads import TransitionPayload as Payload
     from a3c.config import Config
     from lib.envs import EnvInfo
 
@@ -42,6 +43,11 @@ class ActorCriticSettings:
                                           family=True)
     scale_rewards: bool = option("each worker divides the rewards it trains on by the running deviation "
                                  "of the discounted return", None, family=True)
+    lstm: bool = option("an LSTM cell after the net's body: workers keep each env's state, the learner "
+                        "reruns sequences of --seq-len steps from the states they stored", False)
+    lstm_cell_size: int = option("units of the LSTM cell (--lstm)", 256, at_least=1)
+    seq_len: int = option("--lstm: steps of each sequence the learner backpropagates through", 20,
+                          at_least=1)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,8 @@ class ActorCriticPreset(Preset):
 class ActorCritic(Algorithm):
     """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
 
-    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False}
+    net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False,
+                                              "lstm": False, "lstm_cell_size": 256}
     box_actions = True
 
     def check(self, config: Config, atari: bool) -> None:
@@ -74,8 +81,22 @@ class ActorCritic(Algorithm):
             raise ConfigError("--normalize-observations is for vector observations; Atari frames are scaled "
                               "to [0, 1] in the net")
 
+    def preflight(self, config: Config, env_info: EnvInfo) -> None:
+        if config.lstm and env_info.agents:
+            raise ConfigError("--lstm is for single-agent envs: an agent that finishes early would leave "
+                              "gaps in its env's sequences")
+
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "scale_rewards": config.scale_rewards}
+
+    def payload(self, config: Config, env_info: EnvInfo, net: nn.Module) -> Payload:
+        """With ``lstm`` each row also holds the recurrent state its env acted from."""
+        payload = super().payload(config, env_info, net)
+        if not config.lstm:
+            return payload
+        from lib.columns import Column
+
+        return payload.with_columns([Column("recurrent_states", "float32", (2, config.lstm_cell_size), large=True)])
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.models import build_net

@@ -47,7 +47,7 @@ def transition_columns(env_info: EnvInfo, last_states: bool = False, log_probs: 
                        joint_rows: bool = False) -> list[Column]:
     """The columns ``VectorActor`` fills: observations (large), actions of the env's space, rewards and
     the bookkeeping; last states (large) or V(last state); the rollout columns with
-    ``log_probs``; every agent's observation, action and reward in one row with ``joint_rows``."""
+    ``log_probs`` (with those that put rows back into sequences); every agent's observation, action and reward in one row with ``joint_rows``."""
     agents = (len(env_info.agents),) if joint_rows else ()
     observation = Column("states", env_info.observation_dtype, (*agents, *env_info.observation_shape), large=True)
     actions = Column("actions", env_info.action_dtype, (*agents, *env_info.action_shape))
@@ -58,7 +58,8 @@ def transition_columns(env_info: EnvInfo, last_states: bool = False, log_probs: 
     else:
         columns.append(Column("last_values", "float32"))
     if log_probs:
-        columns += [Column("log_probs", "float32"), Column("env_ids", "int64"), Column("ends", "bool")]
+        columns += [Column("log_probs", "float32"), Column("env_ids", "int64"), Column("ends", "bool"),
+                    Column("starts", "bool")]
     return columns
 
 

@@ -42,6 +42,7 @@ from lib.envs import EnvInfo, flattened, make_env
 from lib.episodes import CallbackError
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
+from lib.recurrent import is_recurrent
 
 
 class RunEnded(RuntimeError):
@@ -216,14 +217,20 @@ class Trainer:
             Path(directory).mkdir(parents=True, exist_ok=True)
         return self._save("checkpoint.pt", None if directory is None else Path(directory))
 
-    def compute_action(self, observation: np.ndarray, greedy: bool = False,
-                       agent: str | None = None) -> int | np.ndarray:
+    def compute_action(self, observation: np.ndarray, greedy: bool = False, agent: str | None = None,
+                       state: np.ndarray | None = None) -> int | np.ndarray | tuple[int | np.ndarray, np.ndarray]:
         """The action for one raw env observation, in this process (no worker involved). On a
         multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
-        action per agent for the joint observation that ``play`` steps."""
+        action per agent for the joint observation that ``play`` steps. With ``lstm``: the
+        action and the next state, ``state`` being the last call's (None: an episode's start)."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
-        return act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation), greedy)
+        recurrent = is_recurrent(self.net)
+        if state is not None and not recurrent:
+            raise ValueError("state is for a recurrent policy (lstm=True)")
+        action, next_state = act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation),
+                                      None if state is None else torch.as_tensor(state)[None], greedy)
+        return (action, next_state[0].numpy()) if recurrent else action
 
     def compute_actions(self, observations: np.ndarray | Mapping[str, np.ndarray],
                         greedy: bool = False) -> np.ndarray | dict[str, int]:
@@ -364,8 +371,8 @@ class Trainer:
             for callback in self.callbacks:
                 callback.on_checkpoint(self, path)
 
-    def _act_greedily(self, observation: np.ndarray) -> int | np.ndarray:
-        return self.compute_action(observation, greedy=True)
+    def _act_greedily(self, observation: np.ndarray, state: torch.Tensor | None) -> tuple[int | np.ndarray, Any]:
+        return act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation), state, True)
 
     def _result(self, step_means: StepMeans, frames: int, seconds: float, episodes: int) -> dict[str, Any]:
         run, rewards = self._run, self._run.rewards

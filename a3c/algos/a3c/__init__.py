@@ -98,8 +98,10 @@ class A3C(ActorCritic):
         return f"a3c, {config.mode} mode"
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        """Rows carry the acting log-probabilities for the importance weights, and the sequence
+        columns that come with them for ``--lstm``."""
         return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda,
-                "send_log_probs": importance_weighted(config)}
+                "send_log_probs": importance_weighted(config) or config.lstm}
 
     def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
                     outbox: Outbox) -> Sender:

@@ -12,10 +12,10 @@ from torch import nn
 from a3c.algos.a3c.settings import importance_weighted
 from a3c.algos.base import Outbox
 from a3c.algos.payloads import GradientItem
-from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import flat_gradients, loss_gradients
 from lib.loss import LossSettings
+from lib.recurrent import transition_buffer
 
 if TYPE_CHECKING:
     from a3c.config import Config
@@ -25,7 +25,7 @@ def loss_settings(config: Config) -> LossSettings:
     """The actor-critic loss's settings, the same in a grads-mode worker and in the learner."""
     return LossSettings(config.gamma, config.entropy_beta, config.value_weight, config.bf16,
                         config.normalize_advantages,
-                        rho_bar=config.rho_bar if importance_weighted(config) else None)
+                        rho_bar=config.rho_bar if importance_weighted(config) else None, seq_len=config.seq_len)
 
 
 class GradientSender:
@@ -40,7 +40,7 @@ class GradientSender:
         self.outbox = outbox
         self.device = device
         self.acting_net = copy.deepcopy(net)
-        self.buffer = TransitionBuffer(config.batch_size)
+        self.buffer = transition_buffer(net, config.batch_size, config.seq_len)
         self._version = 0
         self._pull_weights()
 

@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 from a3c.algos.a3c.acting import loss_settings
 from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr
 from a3c.schedules import LrSchedule, parse_lr_schedule, scheduled
-from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 from lib.gradients import LossStats, batch_loss, loss_gradients
 from lib.loss import LossSettings, LossTerms
 from lib.normalize import observe
+from lib.recurrent import is_recurrent, transition_buffer, with_streams
 
 
 @dataclass
@@ -200,7 +200,7 @@ class TransitionSteps:
     def __init__(self, learner: Learner, batch_size: int, passes: int = 1, passes_frames: int = 0,
                  passes_from: int = 0):
         self.learner = learner
-        self.buffer = TransitionBuffer(batch_size)
+        self.buffer = transition_buffer(learner.net, batch_size, learner.settings.seq_len)
         self.passes = passes
         self.passes_frames = passes_frames
         self.passes_from = passes_from
@@ -214,7 +214,10 @@ class TransitionSteps:
 
     def consume(self, message: Transitions) -> list[StepStats]:
         observe(self.learner.net, message.batch.states)  # each row's observation once, as it arrives
-        self.buffer.add(message.batch)
+        batch = message.batch
+        if is_recurrent(self.learner.net):  # sequences are cut per worker and env
+            batch = with_streams(batch, message.worker_id)
+        self.buffer.add(batch)
         steps = []
         while (batch := self.buffer.pop_batch()) is not None:
             steps.extend(self.learner.step(batch) for _ in range(self.current_passes()))

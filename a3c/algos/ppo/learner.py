@@ -8,7 +8,7 @@ truncated importance weights correct for that lag (``--no-vtrace``: GAE returns)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
 from lib.normalize import observe
 from lib.ppo_loss import PPOLossSettings, ppo_loss
+from lib.recurrent import is_recurrent, sequences, streams_of, unroll, with_streams
 
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
@@ -65,18 +66,44 @@ class Rollout:
     explained_variance: float
     vtrace_rho: float | None
     policy_lag: float | None
+    recurrent: RecurrentRows | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
 
 
+@dataclass
+class RecurrentRows:
+    """What a recurrent net reruns a rollout's rows with: the rows lie in runs of
+    ``lengths`` (``lib.recurrent.sequences``), each from its first row's stored state."""
+
+    stored_states: torch.Tensor
+    starts: np.ndarray
+    lengths: np.ndarray
+    offsets: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.offsets = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])
+
+    def rows(self, runs: np.ndarray) -> np.ndarray:
+        """The rows of ``runs``, run after run."""
+        return np.concatenate([np.arange(self.offsets[run], self.offsets[run] + self.lengths[run]) for run in runs])
+
+    def unroll(self, net: nn.Module, states: torch.Tensor, runs: np.ndarray,
+               bf16: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy head, values) of the rows of ``runs``, in ``rows(runs)`` order."""
+        rows = self.rows(runs)
+        index = torch.as_tensor(rows, device=states.device)
+        return unroll(net, states[index], self.stored_states[index], self.starts[rows], self.lengths[runs], bf16)
+
+
 def in_sequence_order(parts: list[tuple[int, TransitionBatch]]) -> tuple[TransitionBatch, np.ndarray]:
-    """The parts' rows with each (worker, env)'s rows together in the order they came, and
-    whether each row's episode goes on in the next row."""
+    """The parts' rows with each (worker, env)'s rows together in the order they came (its
+    stream, ``lib.recurrent.with_streams``), and whether each row's episode goes on in the next row."""
     batch = TransitionBatch.concatenate([part for _, part in parts])
     workers = np.concatenate([np.full(len(part), worker) for worker, part in parts])
     order = sequence_order(workers, batch.env_ids)
-    ordered = batch[order]
+    ordered = with_streams(batch[order], workers[order])
     return ordered, continues(ordered.ends, workers[order], ordered.env_ids)
 
 
@@ -123,10 +150,19 @@ class PPOLearner:
     def prepare(self, parts: list[tuple[int, TransitionBatch]]) -> Rollout:
         """Advantages and value targets of a rollout, under the weights as they are now."""
         batch, continuing = in_sequence_order(parts)
+        recurrent = None
+        if is_recurrent(self.net):  # each stream's rows already lie together: the runs cut them in order
+            _, lengths = sequences(streams_of(batch), self.config.seq_len)
+            recurrent = RecurrentRows(torch.as_tensor(batch.extras["recurrent_states"]).to(self.device),
+                                      batch.starts, lengths)
         states = torch.as_tensor(batch.states).to(self.device)
         observe(self.net, states)  # the rollout's observations join the normalizer's statistics first
         actions = torch.as_tensor(batch.actions).to(self.device)
-        head, values = evaluate(self.net, states, self.config.bf16)
+        if recurrent is None:
+            head, values = evaluate(self.net, states, self.config.bf16)
+        else:
+            with torch.no_grad():
+                head, values = recurrent.unroll(self.net, states, np.arange(len(recurrent.lengths)), self.config.bf16)
         log_probs = self.distribution.log_prob(head, actions).cpu().numpy()
         values = values.cpu().numpy()
         following = next_values(values, batch.last_values, batch.dones, continuing)
@@ -142,18 +178,27 @@ class PPOLearner:
         lag = None if batch.policy_versions is None else float(self.policy_version - batch.policy_versions.mean())
         return Rollout(states, actions, torch.as_tensor(batch.log_probs).to(self.device),
                        torch.as_tensor(advantages).to(self.device), torch.as_tensor(values).to(self.device),
-                       torch.as_tensor(targets).to(self.device), explained_variance(values, targets), rho, lag)
+                       torch.as_tensor(targets).to(self.device), explained_variance(values, targets), rho, lag,
+                       recurrent)
 
     def train(self, rollout: Rollout) -> list[PPOStepStats]:
-        """``epochs`` passes, each over every row once, in ``minibatches`` random parts."""
+        """``epochs`` passes, each over every row once, in ``minibatches`` random parts (of
+        whole runs, for a recurrent net)."""
         steps = []
+        units = len(rollout) if rollout.recurrent is None else len(rollout.recurrent.lengths)
         for _ in range(self.config.epochs):
-            for rows in np.array_split(self.generator.permutation(len(rollout)), self.config.minibatches):
-                steps.append(self._step(rollout, torch.as_tensor(rows).to(self.device)))
+            for part in np.array_split(self.generator.permutation(units), min(self.config.minibatches, units)):
+                steps.append(self._step(rollout, part))
         return steps
 
-    def _step(self, rollout: Rollout, rows: torch.Tensor) -> PPOStepStats:
-        head, values = forward(self.net, rollout.states[rows], self.config.bf16)
+    def _step(self, rollout: Rollout, part: np.ndarray) -> PPOStepStats:
+        """One minibatch: ``part`` names its rows, or a recurrent net's runs."""
+        if rollout.recurrent is None:
+            rows = torch.as_tensor(part).to(self.device)
+            head, values = forward(self.net, rollout.states[rows], self.config.bf16)
+        else:
+            rows = torch.as_tensor(rollout.recurrent.rows(part)).to(self.device)
+            head, values = rollout.recurrent.unroll(self.net, rollout.states, part, self.config.bf16)
         terms = ppo_loss(head, values, rollout.actions[rows], rollout.behaviour_log_probs[rows],
                          rollout.advantages[rows], rollout.old_values[rows], rollout.targets[rows],
                          self.loss_settings, self.distribution)
