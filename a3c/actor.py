@@ -59,7 +59,8 @@ class VectorActor:
     (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
     first ``random_steps`` vector steps act uniformly at random (``--random-frames``).
     ``global_state``: a multi-agent env's rows lead with every agent's observation, for a
-    central critic.
+    central critic. ``life_loss`` (Atari): a step that loses a life ends its rows as a
+    termination would (``NStepAccumulator``), while the episode, and its score, is the game.
 
     A recurrent net (``lib.recurrent``) keeps a state per env, zeroed where an episode starts;
     each row carries the state its action was chosen from (``recurrent_states``).
@@ -76,7 +77,7 @@ class VectorActor:
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
                  scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = (),
-                 global_state: bool = False):
+                 global_state: bool = False, life_loss: bool = False):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -93,7 +94,8 @@ class VectorActor:
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,
                                             lam=return_lambda)
-        self._observations, _ = self.envs.reset(seed=seed)
+        self._observations, infos = self.envs.reset(seed=seed)
+        self._lives = infos["lives"].copy() if life_loss else None
         self.episode_callbacks = None
         if callbacks and not hasattr(self.envs, "agents"):  # single-agent envs: an episode an env
             self.episode_callbacks = EpisodeCallbacks(callbacks, self.envs, worker_index)
@@ -154,11 +156,16 @@ class VectorActor:
         else:
             next_values = next_values.cpu().numpy()
         trained_rewards = None if self.reward_scaler is None else self.reward_scaler(rewards, terminated | truncated)
+        lives_lost = None
+        if self._lives is not None:  # a new game's lives after an autoreset are not a loss
+            lives_lost = (infos["lives"] < self._lives) & ~(terminated | truncated)
+            self._lives = infos["lives"].copy()
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,
             next_values=next_values, final_values=final_values, policy_version=policy_version,
             log_probs=log_probs, trained_rewards=trained_rewards,
             extras=None if acted_from is None else {"recurrent_states": acted_from.cpu().numpy()},
+            lives_lost=lives_lost,
         )
         if self.episode_callbacks is not None:
             ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)

@@ -83,6 +83,9 @@ class RunSettings:
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)
+    life_loss: bool | None = option(
+        "Atari: a lost life ends the training episode (no value bootstrapped across it) while the "
+        "score counts the whole game; default: on for Atari", None, family=True)
     preset: str = option("where unset hyperparameters come from: default, the env family's tuned "
                          "values, or a named preset of the algorithm", "default")
     queue_size: int = option("messages with arrays in flight (0: enough for two learner batches, "
@@ -301,7 +304,8 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
     defaults = get_algorithm(values["algo"]).family_defaults(family.atari, values)
-    return {"bf16": False, **defaults, "clip_rewards": family.atari, "stop_reward": env_goal(family),
+    return {"bf16": False, **defaults, "clip_rewards": family.atari, "life_loss": family.atari,
+            "stop_reward": env_goal(family),
             "screen_size": ATARI_SCREEN_SIZE if family.atari else None}
 
 
@@ -358,6 +362,8 @@ def validate(config: Config, family: EnvFamily) -> None:
         parse_address(config.ray_address)
     if config.screen_size is not None and not family.atari:
         raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
+    if config.life_loss and not family.atari:
+        raise ConfigError(f"--life-loss is for Atari games; {config.env_id} has no lives")
     for key, bound in (config.stop or {}).items():
         if key not in STOP_KEYS:
             raise ConfigError(f"--stop {key}: not a result key a run can stop on; those are {', '.join(STOP_KEYS)}")

@@ -42,6 +42,8 @@ SCREEN_SIZES = (84, 42)
 """The Atari frame sides the nets take: the Nature DQN's 84 pixels, or 42 (as
 universe-starter-agent and pytorch-a3c use), a quarter of the pixels."""
 ATARI_NOOP_MAX = 30
+FIRE = 1
+"""The ALE's action number of FIRE, where a game has it."""
 
 
 
@@ -123,12 +125,33 @@ def make_env(env_id: str, render_mode: str | None = None,
     env = gym.make(env_id, **kwargs)
     if wrap_raw is not None:
         env = wrap_raw(env)
-    env = gym.wrappers.AtariPreprocessing(
+    env = FireResetPreprocessing(
         env, noop_max=noop_max, frame_skip=ATARI_FRAME_SKIP,
         screen_size=screen_size or ATARI_SCREEN_SIZE, terminal_on_life_loss=False,
         grayscale_obs=True, scale_obs=False,
     )
     return gym.wrappers.FrameStackObservation(env, ATARI_FRAME_STACK, padding_type="zero")
+
+
+class FireResetPreprocessing(gym.wrappers.AtariPreprocessing):
+    """gymnasium's Atari preprocessing, and after each reset's no-ops one frame of FIRE where
+    the game has that action, as the native vector env does (``use_fire_reset``): games such
+    as Breakout wait for it before play begins. Where FIRE does nothing at the start (Pong) it
+    is one more frame of no-op."""
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict]:
+        observation, info = super().reset(**kwargs)
+        if "FIRE" not in self.env.unwrapped.get_action_meanings():
+            return observation, info
+        _, _, terminated, truncated, _ = self.env.step(FIRE)
+        if terminated or truncated:
+            return super().reset(**kwargs)
+        if self.grayscale_obs:
+            self.ale.getScreenGrayscale(self.obs_buffer[0])
+        else:
+            self.ale.getScreenRGB(self.obs_buffer[0])
+        self.obs_buffer[1].fill(0)
+        return self._get_obs(), info
 
 
 FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
@@ -191,7 +214,7 @@ def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
         max_num_frames_per_episode=frames_limit,
         img_height=screen_size, img_width=screen_size, grayscale=True,
         stack_num=ATARI_FRAME_STACK, frameskip=ATARI_FRAME_SKIP, maxpool=True, noop_max=noop_max,
-        episodic_life=False, reward_clipping=False, use_fire_reset=False,
+        episodic_life=False, reward_clipping=False, use_fire_reset=True,
     )
 
 

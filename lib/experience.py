@@ -159,6 +159,7 @@ class NStepAccumulator:
         log_probs: np.ndarray | None = None,
         trained_rewards: np.ndarray | None = None,
         extras: Mapping[str, np.ndarray] | None = None,
+        lives_lost: np.ndarray | None = None,
     ) -> tuple[TransitionBatch | None, list[EpisodeResult]]:
         """Record one vector step: ``observations`` were acted on, the rest came back.
 
@@ -174,6 +175,9 @@ class NStepAccumulator:
         ``ends``, ``starts``). ``trained_rewards``, where given, are what the rows sum instead of
         the rewards (scaled ones); the episodes' returns are the rewards'. ``extras``: columns
         of the caller's, an entry per env, each row taking its first step's (``extras``).
+        ``lives_lost`` (Atari's ``--life-loss``): the envs whose step lost a life; their rows end
+        there as at a termination, with no bootstrap, while the episode (the whole game, whose
+        return the scores report) goes on.
         """
         with_values = next_values is not None
         if self.lam < 1.0 and not with_values:
@@ -181,6 +185,7 @@ class NStepAccumulator:
         emitted: list[tuple] = []
         episodes: list[EpisodeResult] = []
         active = infos.get("active")
+        cut = terminated if lives_lost is None else terminated | lives_lost  # no bootstrap past these
         for env_index, pending in enumerate(self._pending):
             if self._resetting[env_index] or (active is not None and not active[env_index]):
                 continue
@@ -190,14 +195,14 @@ class NStepAccumulator:
             else:
                 trained_reward = float(np.sign(reward)) if self.clip_rewards else reward
             log_prob = None if log_probs is None else float(log_probs[env_index])
-            next_value = self._next_value(env_index, terminated, truncated, next_values, final_values)
+            next_value = self._next_value(env_index, cut, truncated, next_values, final_values)
             extra = None if extras is None else {name: column[env_index] for name, column in extras.items()}
             pending.append((observations[env_index], actions[env_index], trained_reward,
                             policy_version, log_prob, next_value, self._episode_lengths[env_index] == 0, extra))
             self._episode_rewards[env_index] += reward
             self._episode_lengths[env_index] += 1
-            if terminated[env_index] or truncated[env_index]:
-                if terminated[env_index]:
+            if cut[env_index] or truncated[env_index]:
+                if cut[env_index]:
                     bootstrap = None
                 elif with_values:
                     bootstrap = next_value
@@ -207,6 +212,8 @@ class NStepAccumulator:
                     bootstrap = infos["final_obs"][env_index]
                 while pending:
                     emitted.append(self._pop_first(pending, bootstrap, env_index, ends=True))
+                if not (terminated[env_index] or truncated[env_index]):
+                    continue  # a life lost: the game goes on
                 episodes.append(EpisodeResult(
                     float(self._episode_rewards[env_index]), int(self._episode_lengths[env_index]),
                     env_index=env_index,

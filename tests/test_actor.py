@@ -93,3 +93,27 @@ def test_an_a3c_child_sends_lambda_returns_from_its_own_values():
     expected = 1 + .5 * (.5 * v1 + .5 * middle) - .5 ** 3 * v3
     np.testing.assert_allclose(steps[-1].batch.rewards, [expected] * 2, rtol=1e-5)
     assert abs(expected - 2.75) > 0.01  # not the n-step return's reward sum
+
+
+def test_with_life_loss_a_lost_life_ends_rows_while_the_score_is_the_whole_game():
+    """Breakout has 5 lives: rows end without bootstrap at each lost life, the episode (one
+    game) ends once, and its score is every point of the game."""
+    torch.manual_seed(0)
+    game = "BreakoutNoFrameskip-v4"
+    actor = VectorActor(game, num_envs=1, reward_steps=5, gamma=0.99, net=build_net(describe_env(game, 42), conv="small"),
+                        policy_version=lambda: 0, seed=0, life_loss=True, send_log_probs=True, screen_size=42)
+    cut_rows, game_rows = 0, 0
+    try:
+        for _ in range(3_000):
+            step = actor.step()
+            if step.batch is not None:
+                cut_rows += int(step.batch.dones.sum())
+                game_rows += len(step.batch)
+            if step.episodes:
+                break
+    finally:
+        actor.close()
+    [episode] = step.episodes
+    assert cut_rows >= 5 * 1  # at least the last row of each of the 5 lives ends without bootstrap
+    assert game_rows == episode.length  # every step of the game made a row; the game is the episode
+    assert episode.reward > 0  # random play scores a few points over the whole game

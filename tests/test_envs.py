@@ -9,12 +9,12 @@ from lib.experience import NStepAccumulator
 PONG = "PongNoFrameskip-v4"
 
 
-@pytest.mark.parametrize("screen_size", [84, 42])
-def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards(screen_size):
+@pytest.mark.parametrize(("game", "screen_size"), [(PONG, 84), (PONG, 42), ("BreakoutNoFrameskip-v4", 84)])
+def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards(game, screen_size):
     """Without random no-ops both paths are deterministic, so they must agree exactly, at
-    either screen size."""
-    native = make_vector_env(PONG, 1, noop_max=0, screen_size=screen_size)
-    wrapped = make_env(PONG, noop_max=0, screen_size=screen_size)
+    either screen size, FIRE at reset included (Breakout waits for it)."""
+    native = make_vector_env(game, 1, noop_max=0, screen_size=screen_size)
+    wrapped = make_env(game, noop_max=0, screen_size=screen_size)
     try:
         native_obs, _ = native.reset(seed=0)
         wrapped_obs, _ = wrapped.reset(seed=0)
@@ -24,13 +24,16 @@ def test_native_atari_vector_env_gives_the_wrappers_pixels_and_rewards(screen_si
         native_return = wrapped_return = 0.0
         for _ in range(300):
             action = int(rng.integers(0, native.single_action_space.n))
-            native_obs, native_reward, *_ = native.step(np.array([action]))
-            wrapped_obs, wrapped_reward, *_ = wrapped.step(action)
-            np.testing.assert_array_equal(native_obs[0], wrapped_obs)
+            native_obs, native_reward, native_over, _, info = native.step(np.array([action]))
+            wrapped_obs, wrapped_reward, wrapped_over, _, _ = wrapped.step(action)
+            assert native_over[0] == wrapped_over
+            np.testing.assert_array_equal(info["final_obs"][0] if wrapped_over else native_obs[0], wrapped_obs)
             assert native_reward[0] == wrapped_reward
             native_return += float(native_reward[0])
             wrapped_return += float(wrapped_reward)
-        assert native_return < 0  # random play loses points: rewards did flow through both
+            if wrapped_over:  # the native env has reset itself; the game compared is over
+                break
+        assert native_return != 0  # random play loses (Pong) or scores (Breakout): rewards flowed
     finally:
         native.close()
         wrapped.close()
@@ -104,3 +107,20 @@ def test_envs_without_a_vector_implementation_get_a_sync_vector_env():
         assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
     finally:
         envs.close()
+
+
+def test_fire_at_reset_is_one_more_noop_in_pong_and_starts_breakout():
+    """Pressing FIRE after a reset (``FireResetPreprocessing``, the native ``use_fire_reset``)
+    leaves Pong's state exactly as a no-op would, so Pong's figures do not move with it,
+    while Breakout's state differs: its ball is served."""
+    for game, fire_changes_the_game in ((PONG, False), ("BreakoutNoFrameskip-v4", True)):
+        memories = []
+        for first_action in (0, 1):  # NOOP, FIRE
+            env = gym.make(game)
+            env.reset(seed=0)
+            env.step(first_action)
+            for _ in range(80):
+                env.step(0)
+            memories.append(env.unwrapped.ale.getRAM().copy())
+            env.close()
+        assert (not np.array_equal(*memories)) == fire_changes_the_game, game

@@ -197,3 +197,27 @@ def test_lambda_returns_need_values_and_a_lambda_in_range():
         NStepAccumulator(1, 3, GAMMA, lam=1.5)
     with pytest.raises(ValueError, match="need the values"):
         run_steps(single(5), NStepAccumulator(1, 3, GAMMA, lam=0.5), 1)
+
+
+def test_a_lost_life_ends_the_rows_without_bootstrap_while_the_episode_goes_on():
+    """Rewards 1..5 (n = 3), a life lost at the second step: the rows of steps 1-2 end there
+    (1 + .5 * 2 = 2, then 2; no last state), the rows after start afresh (3 + 2 + 1.25, 4 +
+    2.5, 5), and the episode is one game of return 15 over 5 steps."""
+    envs = single(5)
+    accumulator = NStepAccumulator(1, 3, GAMMA)
+    observations, _ = envs.reset(seed=0)
+    batches, episodes = [], []
+    for step in range(5):
+        actions = np.zeros(1, dtype=np.int64)
+        next_observations, rewards, terminated, truncated, infos = envs.step(actions)
+        batch, finished = accumulator.step(observations, actions, rewards, terminated, truncated, next_observations,
+                                           infos, log_probs=np.zeros(1), lives_lost=np.array([step == 1]))
+        batches += [batch] if batch is not None else []
+        episodes += finished
+        observations = next_observations
+    batch = TransitionBatch.concatenate(batches)
+    assert rows(batch) == [(0.0, 2.0, None, 2), (1.0, 2.0, None, 1), (2.0, 6.25, None, 3), (3.0, 6.5, None, 2),
+                           (4.0, 5.0, None, 1)]
+    assert batch.ends.tolist() == [True, True, True, True, True]
+    assert batch.starts.tolist() == [True, False, False, False, False]  # one game: the state goes on
+    assert [(episode.reward, episode.length) for episode in episodes] == [(15.0, 5)]

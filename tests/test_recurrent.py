@@ -3,6 +3,7 @@ reruns from the stored states, the buffer that makes whole sequences, and the me
 that a recurrent policy solves and a feed-forward one cannot."""
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,7 @@ def check_stored_states(env_id: str, steps: int, env_config: dict | None = None)
     for env in (0, 1):
         mine = np.flatnonzero(batch.env_ids == env)
         assert batch.starts[mine[0]]
-        for previous, row in zip(mine[:-1], mine[1:]):
+        for previous, row in itertools.pairwise(mine):
             if batch.starts[row]:
                 assert batch.ends[previous] and torch.count_nonzero(stored[row]) == 0
                 later_starts += 1
@@ -128,10 +129,10 @@ def test_ppo_with_lstm_solves_the_memory_task_and_plays_and_acts_with_its_state(
         assert result["reason"] == "solved", result
         cue, blank = np.array([0, 1, 0], np.float32), np.zeros(3, np.float32)
         answer = np.array([0, 0, 1], np.float32)
-        action, state = trainer.compute_action(cue, greedy=True)
+        _, state = trainer.compute_action(cue, greedy=True)
         assert state.shape == (2, 256) and np.count_nonzero(state)
         for _ in range(7):
-            action, state = trainer.compute_action(blank, greedy=True, state=state)
+            _, state = trainer.compute_action(blank, greedy=True, state=state)
         assert trainer.compute_action(answer, greedy=True, state=state)[0] == 1  # names cue 1, 8 steps on
     played = play(str(Path(result["run_dir"]) / "best.pt"), episodes=20, greedy=True)
     assert np.mean([episode.reward for episode in played]) >= 0.8
