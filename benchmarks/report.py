@@ -4,6 +4,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from benchmarks.memory import memory_section
 from lib.envs import ATARI_FRAME_SKIP
 
 
@@ -286,6 +287,10 @@ def box_report(results: dict) -> str:
                       *_cartpole_section(results["box"], "`--algo ppo --preset box --gamma 0.9` against SB3 PPO "
                                          "(RL zoo, gSDE): Pendulum-v1 to a mean-100 of -200", "SB3 PPO (RL zoo)",
                                          image=None)])
+
+
+def memory_report(results: dict) -> str:
+    return "\n".join([*_header("Memory: the cue task with and without --lstm", results), *memory_section(results["memory"])])
 
 
 def multiagent_report(results: dict) -> str:

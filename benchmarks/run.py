@@ -41,12 +41,14 @@ from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
 from benchmarks.atari import GAMES as ATARI_GAMES
 from benchmarks.atari import atari_games, atari_report, kept_runs, merged, plot_atari
 from benchmarks.denormals import adam_with_and_without_flushing
+from benchmarks.memory import memory_comparison
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
     box_report,
     dqn_report,
     markdown_report,
+    memory_report,
     multiagent_report,
     plot_cartpole,
     plot_solve,
@@ -325,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent", "atari", "box"],
+                                           "ppo", "ray", "multiagent", "atari", "box", "memory"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -334,8 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                              "against processes, and the per-actor costs; in a network namespace "
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "
-                             "each, docs/atari.md with --docs) and box (--algo ppo on Pendulum-v1 to -200 against "
-                             "SB3 PPO) run only when named")
+                             "each, docs/atari.md with --docs), box (--algo ppo on Pendulum-v1 to -200 against "
+                             "SB3 PPO) and memory (CueMemory-v0 with and without --lstm) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -361,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
     parser.add_argument("--seeds", type=int, default=None,
                         help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2); two-step "
-                             "game seeds (5)")
+                             "game seeds (5); memory task seeds (3)")
     parser.add_argument("--spread-frames", type=int, default=3_000_000,
                         help="multiagent: frames of each simple_spread run")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
@@ -454,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
                 seeds, with_sb3, 600.0, PENDULUM_ARGS, functools.partial(solve_sb3, algo="ppo", env_id=PENDULUM),
                 peer_seconds=600.0, env_id=PENDULUM)
         results["box"]["cpu_steal"] = steal.fraction
+    if "memory" in parts:
+        results["memory"] = memory_comparison(list(range(args.seeds or 3)))
     if "multiagent" in parts:
         results["multiagent"] = {"two_step": two_step_game(list(range(args.seeds or 5))),
                                  "spread": spread_curves(args.spread_frames)}
@@ -498,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
         if "box" in results:
             (ROOT / "docs" / "box_benchmark.md").write_text(box_report(results))
+        if "memory" in results:
+            (ROOT / "docs" / "memory_benchmark.md").write_text(memory_report(results))
         if "multiagent" in results:
             (ROOT / "docs" / "multiagent_benchmark.md").write_text(multiagent_report(results))
             plot_spread(results["multiagent"]["spread"], ROOT / "docs" / "multiagent_spread.png")
@@ -507,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
             (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
             plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "memory"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")
