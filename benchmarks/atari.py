@@ -149,6 +149,11 @@ def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
+def _trained_to(run: dict) -> str:
+    """Where the run's training episodes ended: a life or the game (runs before ``--life-loss``)."""
+    return "a life" if run.get("settings", {}).get("life_loss") else "the game"
+
+
 def _label(run: dict) -> str:
     return run["algo"] + (" (sticky actions, ALE v5)" if run["sticky"] else "")
 
@@ -162,16 +167,21 @@ def atari_report(runs: list[dict]) -> str:
              "clipped), read from the run's progress at 2.5M and 5M frames and at its end. The "
              "published columns are 40M-frame scores: the PPO paper's Table 6 (A2C, PPO) and "
              "CleanRL's PPO. A lock is a 100k-frame window whose mean policy entropy is under "
-             f"{LOCKED_ENTROPY} nats; a run holds when it ends at {HOLD_FRACTION:.0%} or more of its best."),
-             "", ("| game | algorithm | frames | 2.5M | 5M | end | best (at M frames) | minutes | locked from | "
-             "holds | A2C 40M | PPO 40M | CleanRL PPO 40M |"), "|" + "---|" * 13]
+             f"{LOCKED_ENTROPY} nats; a run holds when it ends at {HOLD_FRACTION:.0%} or more of its best. "
+             "Every run starts each game with up to 30 no-ops and is cut at 108,000 frames. \"Trained "
+             "to\" says where a training episode ended: at a lost life, with FIRE pressed after each "
+             "reset where the game has it (`--life-loss`, the defaults from commit 9bf118b, as the "
+             "published tables' runs did), or at the game's end without FIRE (the runs before)."),
+             "", ("| game | algorithm | trained to | frames | 2.5M | 5M | end | best (at M frames) | minutes | "
+             "locked from | holds | A2C 40M | PPO 40M | CleanRL PPO 40M |"), "|" + "---|" * 14]
     for game in [g for g in GAMES if any(run["game"] == g for run in runs)] + sorted(
             {run["game"] for run in runs} - set(GAMES)):
         published = PUBLISHED.get(game, {})
         for run in [run for run in runs if run["game"] == game]:
             best_at = "" if run["best_frames"] is None else f" ({run['best_frames'] / 1e6:.1f})"
             locked = "-" if run["locked_from_frames"] is None else f"{run['locked_from_frames'] / 1e6:.2f}M"
-            lines.append(f"| {game} | {_label(run)} | {run['frames'] / 1e6:.1f}M | {_cell(run['score_2.5M'])} | "
+            lines.append(f"| {game} | {_label(run)} | {_trained_to(run)} | {run['frames'] / 1e6:.1f}M | "
+                         f"{_cell(run['score_2.5M'])} | "
                          f"{_cell(run['score_5M'])} | {_cell(run['score_end'])} | {_cell(run['best'])}{best_at} | "
                          f"{run['minutes']:.0f} | {locked} | {'yes' if run['held'] else 'no'} | "
                          f"{_cell(published.get('A2C'))} | {_cell(published.get('PPO'))} | "

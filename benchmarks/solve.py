@@ -54,7 +54,7 @@ def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
             "early": early_signals(records), "settings": run_settings(run_dir)}
 
 
-SHOWN_SETTINGS = ("screen_size", "bf16", "conv", "processes", "envs_per_process")
+SHOWN_SETTINGS = ("screen_size", "bf16", "conv", "processes", "envs_per_process", "life_loss")
 """The settings a solve run's record keeps: what the defaults were on the machine that ran it."""
 
 
