@@ -52,8 +52,9 @@ class PPO(ActorCritic):
 
     def rows_in_flight(self, config: Config) -> int:
         """A whole rollout: the workers keep acting through the learner's passes over the
-        last one, as far as the next rollout."""
-        return rollout_rows(vars(config))
+        last one, as far as the next rollout; with ``sync_rollouts`` a message each, so that
+        they wait on full queues while the learner trains."""
+        return config.envs_per_process if config.sync_rollouts else rollout_rows(vars(config))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "send_log_probs": True}

@@ -27,6 +27,9 @@ class PPOSettings(ActorCriticSettings):
                               "with", None, family=True)
     vtrace: bool = option("value targets corrected for the policy lag with V-trace (off: GAE "
                           "returns)", True)
+    sync_rollouts: bool = option("workers wait while the learner trains on a rollout, at most a "
+                                 "vector step or two ahead (synchronous PPO); off: they act through "
+                                 "the passes as far as the next rollout (APPO)", None, family=True)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class PPOPreset(ActorCriticPreset):
     clip_range: float = 0.2
     gae_lambda: float = 0.95
     value_clip: bool = False
+    sync_rollouts: bool = False
 
 
 def atari_preset(cores: int, bf16: bool) -> PPOPreset:
@@ -67,11 +71,13 @@ def box_preset(cores: int) -> PPOPreset:
     """Box actions (MuJoCo, Pendulum): the PPO paper's MuJoCo values (2,048 rows a rollout,
     10 passes of 32 minibatches of 64, clip 0.2, lambda 0.95, no entropy bonus) at lr 3e-4
     falling to a tenth over 1M frames, on 8 envs of 256 steps, with the MuJoCo baselines'
-    running observation statistics and return-scaled rewards."""
+    running observation statistics and return-scaled rewards; synchronous rollouts, since a
+    worker a whole rollout ahead made every update one update stale (docs/spaces.md)."""
     return PPOPreset(**process_layout(cores, envs_in_total=8), batch_size=64, reward_steps=1, gamma=0.99,
                      lr=3e-4, clip_grad=0.5, adam_eps=1e-5, entropy_beta=0.0, value_weight=0.5,
                      rollout_length=256, epochs=10, minibatches=32, gae_lambda=0.95, clip_range=0.2,
-                     lr_decay_frames=1_000_000, normalize_observations=True, scale_rewards=True)
+                     lr_decay_frames=1_000_000, normalize_observations=True, scale_rewards=True,
+                     sync_rollouts=True)
 
 
 def rollout_rows(values: Mapping[str, Any]) -> int:
