@@ -8,6 +8,7 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 1 --algo dqn --stop-reward 475
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --algo ppo --stop-reward 475
     python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 4 --algo ppo --max-seconds 600
+    python -m benchmarks.sb3_peer --env HalfCheetah-v5 --n-envs 1 --algo ppo --max-seconds 7200
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
         --max-frames 10000000 --max-seconds 20000
 
@@ -26,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 
@@ -105,6 +106,24 @@ ZOO_PENDULUM_PPO = {
 """rl-baselines3-zoo's PPO values for Pendulum-v1 (its hyperparams/ppo.yml, 4 envs, 1e5 steps,
 generalized state-dependent exploration)."""
 
+ZOO_HALFCHEETAH_PPO_STEPS = 1_000_000
+ZOO_HALFCHEETAH_PPO = {
+    "n_steps": 512, "batch_size": 64, "gamma": 0.98, "learning_rate": 2.0633e-05, "ent_coef": 0.000401762,
+    "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92, "max_grad_norm": 0.8, "vf_coef": 0.58096,
+}
+"""rl-baselines3-zoo's tuned PPO values for HalfCheetah (its hyperparams/ppo.yml, HalfCheetah-v3: one
+env, 1e6 steps, observations and rewards normalised by VecNormalize; the policy's keywords are
+in ``halfcheetah_policy``)."""
+
+
+def halfcheetah_policy() -> dict:
+    """The zoo's HalfCheetah net: separate 256x256 ReLU MLPs, log-std starting at -2, no
+    orthogonal initialisation."""
+    from torch import nn
+
+    return {"log_std_init": -2, "ortho_init": False, "activation_fn": nn.ReLU,
+            "net_arch": {"pi": [256, 256], "vf": [256, 256]}}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -116,8 +135,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--algo", choices=["a2c", "dqn", "ppo"], default="a2c",
                         help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1); ppo: its "
-                             "tuned CartPole PPO (pass --n-envs 8), or on Pendulum-v1 its Pendulum "
-                             "PPO (pass --n-envs 4)")
+                             "tuned CartPole PPO (pass --n-envs 8), on Pendulum-v1 its Pendulum "
+                             "PPO (pass --n-envs 4), on HalfCheetah its HalfCheetah PPO (--n-envs 1)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
@@ -138,6 +157,10 @@ def main() -> None:
         model = DQN(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_DQN)
     elif zoo_atari_ppo:
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_ATARI_PPO)
+    elif args.algo == "ppo" and args.env.startswith("HalfCheetah"):
+        envs = VecNormalize(envs, gamma=ZOO_HALFCHEETAH_PPO["gamma"])
+        model = PPO(policy, envs, seed=args.seed, device="cpu", policy_kwargs=halfcheetah_policy(),
+                    **ZOO_HALFCHEETAH_PPO)
     elif args.algo == "ppo" and args.env == "Pendulum-v1":
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_PENDULUM_PPO)
     elif args.algo == "ppo":
@@ -147,7 +170,8 @@ def main() -> None:
     frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
     watch = Watch(args.stop_reward, args.max_seconds, frames_per_step, args.max_frames)
     ppo_steps = ZOO_ATARI_PPO_STEPS if zoo_atari_ppo else (
-        ZOO_PENDULUM_PPO_STEPS if args.env == "Pendulum-v1" else ZOO_PPO_STEPS)
+        ZOO_PENDULUM_PPO_STEPS if args.env == "Pendulum-v1" else
+        ZOO_HALFCHEETAH_PPO_STEPS if args.env.startswith("HalfCheetah") else ZOO_PPO_STEPS)
     steps = {"dqn": DQN_MAX_STEPS, "ppo": ppo_steps}.get(args.algo, 10**9)
     model.learn(total_timesteps=steps, callback=watch)
     print(json.dumps({
