@@ -81,6 +81,13 @@ class ActorCritic(Algorithm):
             raise ConfigError("--normalize-observations is for vector observations; Atari frames are scaled "
                               "to [0, 1] in the net")
 
+    def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
+        """The net-shaping settings; the cell's size only where the net has the cell."""
+        shape = super().saved_net_shape(saved)
+        if not shape["lstm"]:
+            del shape["lstm_cell_size"]
+        return shape
+
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         if config.lstm and env_info.agents:
             raise ConfigError("--lstm is for single-agent envs: an agent that finishes early would leave "
