@@ -69,9 +69,10 @@ def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
     seconds = [point[0] for point in run["curve"]]
     assert seconds == sorted(seconds) and seconds[-1] == pytest.approx(run["wall_seconds"])
     assert run["curve"][-1][2] >= 475.0
-    # the settings the run had, from its checkpoint: CartPole has no frames to size or bfloat16
+    # the settings the run had, from its checkpoint: CartPole has no frames to size, bfloat16 or lives
     assert run["settings"] == {"screen_size": None, "bf16": False, "conv": "nature",
-                               "processes": VECTOR_PRESET.processes, "envs_per_process": VECTOR_PRESET.envs_per_process}
+                               "processes": VECTOR_PRESET.processes, "envs_per_process": VECTOR_PRESET.envs_per_process,
+                               "life_loss": False}
 
 
 STOPPED_BENCHMARK = """
