@@ -11,6 +11,7 @@ from a3c.actor import VectorActor
 from a3c.algos import get_algorithm
 from a3c.transport.worker import make_vector_actor
 from lib.envs import describe_env
+from lib.experience import TransitionBatch
 from lib.models import build_net
 from tests.helpers import toy_config
 
@@ -96,24 +97,19 @@ def test_an_a3c_child_sends_lambda_returns_from_its_own_values():
 
 
 def test_with_life_loss_a_lost_life_ends_rows_while_the_score_is_the_whole_game():
-    """Breakout has 5 lives: rows end without bootstrap at each lost life, the episode (one
-    game) ends once, and its score is every point of the game."""
+    """A game of 3 lives, one lost every second step (``tests.toy_envs:Lives-v0``): the rows of
+    the steps that lose a life end without bootstrap, the others bootstrap, and the one
+    episode is the whole game, 1 + 2 + ... + 6 over 6 steps."""
+    game = "tests.toy_envs:Lives-v0"
     torch.manual_seed(0)
-    game = "BreakoutNoFrameskip-v4"
-    actor = VectorActor(game, num_envs=1, reward_steps=5, gamma=0.99, net=build_net(describe_env(game, 42), conv="small"),
-                        policy_version=lambda: 0, seed=0, life_loss=True, send_log_probs=True, screen_size=42)
-    cut_rows, game_rows = 0, 0
+    actor = VectorActor(game, num_envs=1, reward_steps=1, gamma=0.5, net=build_net(describe_env(game)),
+                        policy_version=lambda: 0, seed=0, life_loss=True, send_log_probs=True)
     try:
-        for _ in range(3_000):
-            step = actor.step()
-            if step.batch is not None:
-                cut_rows += int(step.batch.dones.sum())
-                game_rows += len(step.batch)
-            if step.episodes:
-                break
+        steps = [actor.step() for _ in range(6)]
     finally:
         actor.close()
-    [episode] = step.episodes
-    assert cut_rows >= 5 * 1  # at least the last row of each of the 5 lives ends without bootstrap
-    assert game_rows == episode.length  # every step of the game made a row; the game is the episode
-    assert episode.reward > 0  # random play scores a few points over the whole game
+    rows = TransitionBatch.concatenate([step.batch for step in steps])
+    assert rows.states[:, 0].tolist() == [0, 1, 2, 3, 4, 5]
+    assert rows.dones.tolist() == [False, True, False, True, False, True]
+    assert [(episode.reward, episode.length) for episode in steps[-1].episodes] == [(21.0, 6)]
+    assert not any(step.episodes for step in steps[:-1])

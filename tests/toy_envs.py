@@ -47,6 +47,25 @@ class CountingEnv(gym.Env):
 gym.register("Counting-v0", entry_point=CountingEnv)
 
 
+class LivesEnv(CountingEnv):
+    """``Counting`` as a game of 3 lives: every second step loses one (``info["lives"]``, as
+    the ALE reports it), and the game ends with the last."""
+
+    def __init__(self):
+        super().__init__(episode_length=6)
+
+    def reset(self, *, seed=None, options=None):
+        observation, _ = super().reset(seed=seed)
+        return observation, {"lives": 3}
+
+    def step(self, action):
+        observation, reward, terminated, truncated, _ = super().step(action)
+        return observation, reward, terminated, truncated, {"lives": 3 - self.t // 2}
+
+
+gym.register("Lives-v0", entry_point=LivesEnv)
+
+
 class StepsEnv(gym.Env):
     """Deterministic, as gymnasium's env checker wants: the observation is ``[t]``, acting at
     step t pays t + 1, and the episode ends after ``length`` steps (its return is
