@@ -15,6 +15,7 @@ gradient). A sequence cut therefore loses nothing the actor had, only the gradie
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 
 import numpy as np
 import torch
@@ -156,39 +157,52 @@ class SequenceBuffer:
     """``TransitionBuffer`` for a recurrent learner: holds each stream's rows until they make a
     whole sequence (``seq_len`` rows, or fewer ending an episode), and hands out batches of
     whole sequences, at least ``batch_size`` rows each, so that every sequence the learner
-    reruns is as long as the settings allow rather than cut wherever a batch ends."""
+    reruns is as long as the settings allow rather than cut wherever a batch ends. Rows are
+    held as (message, row) references and copied out once, a column at a time per message."""
 
     def __init__(self, batch_size: int, seq_len: int):
         self.batch_size = batch_size
         self.seq_len = seq_len
-        self._open: dict[int, list[TransitionBatch]] = {}
-        self._ready: list[TransitionBatch] = []
+        self._open: dict[int, list[tuple[TransitionBatch, int]]] = {}
+        self._ready: deque[list[tuple[TransitionBatch, int]]] = deque()
         self._ready_rows = 0
 
     def __len__(self) -> int:
-        return self._ready_rows + sum(len(part) for parts in self._open.values() for part in parts)
+        return self._ready_rows + sum(len(rows) for rows in self._open.values())
 
     def add(self, transitions: TransitionBatch) -> None:
-        streams = streams_of(transitions)
-        for stream in dict.fromkeys(streams.tolist()):
-            rows = transitions[np.flatnonzero(streams == stream)]
-            for row in range(len(rows)):
-                parts = self._open.setdefault(stream, [])
-                parts.append(rows[row:row + 1])
-                if len(parts) == self.seq_len or rows.ends[row]:
-                    self._ready.append(TransitionBatch.concatenate(self._open.pop(stream)))
-                    self._ready_rows += len(self._ready[-1])
+        ends = transitions.ends
+        for row, stream in enumerate(streams_of(transitions).tolist()):
+            rows = self._open.setdefault(stream, [])
+            rows.append((transitions, row))
+            if len(rows) == self.seq_len or ends[row]:
+                self._ready.append(self._open.pop(stream))
+                self._ready_rows += len(rows)
 
     def pop_batch(self) -> TransitionBatch | None:
         """Whole sequences, oldest first, of at least ``batch_size`` rows; None while fewer are held."""
         if self._ready_rows < self.batch_size:
             return None
-        taken, rows = [], 0
-        while rows < self.batch_size:
-            taken.append(self._ready.pop(0))
-            rows += len(taken[-1])
-        self._ready_rows -= rows
-        return TransitionBatch.concatenate(taken)
+        taken: list[tuple[TransitionBatch, int]] = []
+        while len(taken) < self.batch_size:
+            taken += self._ready.popleft()
+        self._ready_rows -= len(taken)
+        return gathered(taken)
+
+
+def gathered(rows: list[tuple[TransitionBatch, int]]) -> TransitionBatch:
+    """One batch of the referenced rows, in order."""
+    sources: dict[int, tuple[TransitionBatch, list[int], list[int]]] = {}
+    for position, (batch, row) in enumerate(rows):
+        _, positions, picked = sources.setdefault(id(batch), (batch, [], []))
+        positions.append(position)
+        picked.append(row)
+    template = rows[0][0].columns()
+    columns = {name: np.empty((len(rows), *column.shape[1:]), column.dtype) for name, column in template.items()}
+    for batch, positions, picked in sources.values():
+        for name, column in batch.columns().items():
+            columns[name][positions] = column[picked]
+    return TransitionBatch.from_columns(columns)
 
 
 def transition_buffer(net: nn.Module, batch_size: int, seq_len: int) -> TransitionBuffer | SequenceBuffer:
