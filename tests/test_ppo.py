@@ -224,3 +224,17 @@ def test_the_entropy_bonus_of_a_rollout_decays_with_the_frames_so_far():
     constant, decayed = first_steps
     assert constant.loss_entropy < 0
     assert decayed.loss_entropy == pytest.approx(constant.loss_entropy * (1 - 0.9 * 30 / 48), rel=1e-5)
+
+
+def test_synchronous_rollouts_leave_a_worker_two_messages_in_flight_instead_of_a_rollout():
+    """--preset box turns --sync-rollouts on: the queues then hold two messages a worker, so a
+    worker waits while the learner trains instead of acting the next rollout (2,048 rows,
+    256 messages of 8) with the weights about to change."""
+    from a3c.algos import get_algorithm
+    from a3c.transport.pool import queue_capacity
+
+    ppo = get_algorithm("ppo")
+    synchronous = make_config(env="Pendulum-v1", algo="ppo", preset="box")
+    assert synchronous.sync_rollouts and queue_capacity(ppo, synchronous) == 2 * synchronous.processes
+    asynchronous = make_config(env="Pendulum-v1", algo="ppo", preset="box", sync_rollouts=False)
+    assert queue_capacity(ppo, asynchronous) == 2048 // asynchronous.envs_per_process
