@@ -6,10 +6,7 @@ remembering the cue) and a feed-forward one should stay near 0 however long it t
 """
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from benchmarks.solve import train_to_goal
+from benchmarks.solve import seeded_runs
 from lib.memory_task import ENV_ID
 
 ALGORITHMS = ("a3c", "ppo")
@@ -23,15 +20,8 @@ def memory_comparison(seeds: list[int], max_seconds: float = 300.0) -> dict[str,
     for algo in ALGORITHMS:
         for lstm in (True, False):
             label = f"{algo}{' --lstm' if lstm else ''}"
-            for seed in seeds:
-                extra = ("--algo", algo, "--max-frames", str(FEED_FORWARD_FRAMES), *(("--lstm",) if lstm else ()))
-                with tempfile.TemporaryDirectory() as logdir:
-                    run = train_to_goal(ENV_ID, seed, max_seconds, Path(logdir), extra)
-                final = run["curve"][-1][2]
-                runs.setdefault(label, []).append({"seed": seed, "solved": run["solved"], "frames": run["frames"],
-                                                   "final_mean_reward": final, "wall_seconds": run["wall_seconds"]})
-                print(f"memory task, {label}, seed {seed}: solved {run['solved']}, {run['frames']:,} frames, "
-                      f"mean-100 {final}, {run['wall_seconds']:.0f} s", flush=True)
+            extra = ("--algo", algo, "--max-frames", str(FEED_FORWARD_FRAMES), *(("--lstm",) if lstm else ()))
+            runs[label] = seeded_runs(f"memory task, {label}", ENV_ID, seeds, max_seconds, extra)
     return runs
 
 

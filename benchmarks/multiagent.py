@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from a3c.lifecycle.load import read_progress
-from benchmarks.solve import train_to_goal
+from benchmarks.solve import seeded_runs, train_to_goal
 from lib.multiagent import TWO_STEP_GAME, JointEnv
 
 TWO_STEP_ALGORITHMS = ("qmix", "mappo", "maddpg", "a3c", "ppo", "dqn")
@@ -27,18 +27,9 @@ RANDOM_EPISODES = 500
 
 def two_step_game(seeds: list[int], max_seconds: float = 300.0) -> dict[str, list[dict]]:
     """Each algorithm and seed to the team's mean-100 of 7.9, within 50,000 env steps."""
-    runs: dict[str, list[dict]] = {}
-    for algo in TWO_STEP_ALGORITHMS:
-        for seed in seeds:
-            with tempfile.TemporaryDirectory() as logdir:
-                run = train_to_goal(TWO_STEP_GAME, seed, max_seconds, Path(logdir),
-                                    ("--algo", algo, "--max-frames", str(TWO_STEP_FRAMES)))
-            final = run["curve"][-1][2]
-            runs.setdefault(algo, []).append({"seed": seed, "solved": run["solved"], "frames": run["frames"],
-                                              "final_mean_reward": final, "wall_seconds": run["wall_seconds"]})
-            print(f"two-step game, {algo}, seed {seed}: solved {run['solved']}, {run['frames']:,} frames, "
-                  f"mean-100 {final}", flush=True)
-    return runs
+    return {algo: seeded_runs(f"two-step game, {algo}", TWO_STEP_GAME, seeds, max_seconds,
+                              ("--algo", algo, "--max-frames", str(TWO_STEP_FRAMES)))
+            for algo in TWO_STEP_ALGORITHMS}
 
 
 def random_team_return(env_id: str, episodes: int, seed: int = 0) -> float:

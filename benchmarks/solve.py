@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,6 +53,22 @@ def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
     return {"seed": seed, "solved": summary["reason"] == "solved", "wall_seconds": wall,
             "trainer_seconds": summary["seconds"], "frames": summary["frames"], "curve": curve, "run_dir": str(run_dir),
             "early": early_signals(records), "settings": run_settings(run_dir)}
+
+
+def seeded_runs(label: str, env_id: str, seeds: list[int], max_seconds: float,
+                extra_args: tuple[str, ...]) -> list[dict]:
+    """``train_to_goal`` for each seed in a folder of its own that is then removed: each run's
+    record for a table of seeds, printed as it comes."""
+    records = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory() as logdir:
+            run = train_to_goal(env_id, seed, max_seconds, Path(logdir), extra_args)
+        final = run["curve"][-1][2]
+        records.append({"seed": seed, "solved": run["solved"], "frames": run["frames"],
+                        "final_mean_reward": final, "wall_seconds": run["wall_seconds"]})
+        print(f"{label}, seed {seed}: solved {run['solved']}, {run['frames']:,} frames, mean-100 {final}, "
+              f"{run['wall_seconds']:.0f} s", flush=True)
+    return records
 
 
 SHOWN_SETTINGS = ("screen_size", "bf16", "conv", "processes", "envs_per_process", "life_loss")
