@@ -124,3 +124,25 @@ def test_fire_at_reset_is_one_more_noop_in_pong_and_starts_breakout():
             memories.append(env.unwrapped.ale.getRAM().copy())
             env.close()
         assert (not np.array_equal(*memories)) == fire_changes_the_game, game
+
+
+def test_the_ale_v5_ids_with_sticky_actions_run_in_both_paths():
+    """``ALE/Breakout-v5`` (sticky actions, repeat probability 0.25) is an Atari id like the
+    NoFrameskip-v4 ones: the native vector env and play's env take it, frame-skipped by the
+    trainer rather than by the ALE."""
+    game = "ALE/Breakout-v5"
+    info = describe_env(game)
+    assert info.atari and info.observation_shape == (4, 84, 84) and info.n_actions == 4
+    native = make_vector_env(game, 2)
+    single = make_env(game)
+    try:
+        observations, _ = native.reset(seed=0)
+        assert observations.shape == (2, 4, 84, 84)
+        for _ in range(20):
+            observations, *_ = native.step(np.array([1, 3]))
+        assert observations.shape == (2, 4, 84, 84)
+        observation, _ = single.reset(seed=0)
+        assert observation.shape == (4, 84, 84) and single.unwrapped._frameskip == 1
+    finally:
+        native.close()
+        single.close()
