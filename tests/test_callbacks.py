@@ -73,6 +73,7 @@ def test_worker_hooks_fill_custom_metrics_known_by_hand(tmp_path):
         result = trainer.train(seconds=2.0)  # several reports after the first episodes
         while not result["custom_metrics"]:  # a loaded host may not have finished one episode yet
             result = trainer.train(seconds=1.0)
+        result = trainer.train(seconds=1.0)  # and reports since, which wrote them to TensorBoard
     assert result["custom_metrics"] == {
         "steps_mean": 5.0, "steps_min": 5.0, "steps_max": 5.0, "length_mean": 5.0, "length_min": 5.0,
         "length_max": 5.0, "return_mean": 15.0, "return_min": 15.0, "return_max": 15.0,
