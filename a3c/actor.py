@@ -145,7 +145,8 @@ class VectorActor:
         next_observations, rewards, terminated, truncated, infos = self.envs.step(
             self.distribution.env_actions(actions))
         self._logits_policy_version = self.policy_version()
-        acted_from, next_state = self._state, self._state_for_next(terminated | truncated)
+        over = terminated | truncated
+        acted_from, next_state = self._state, self._state_for_next(over)
         final_values = None  # read before the next evaluation replaces the state they need
         if not self.send_last_states and not self.accumulator.next_step_reset:
             final_values = self._final_values(truncated, infos)
@@ -155,10 +156,10 @@ class VectorActor:
             next_values, final_values = None, None
         else:
             next_values = next_values.cpu().numpy()
-        trained_rewards = None if self.reward_scaler is None else self.reward_scaler(rewards, terminated | truncated)
+        trained_rewards = None if self.reward_scaler is None else self.reward_scaler(rewards, over)
         lives_lost = None
         if self._lives is not None:  # a new game's lives after an autoreset are not a loss
-            lives_lost = (infos["lives"] < self._lives) & ~(terminated | truncated)
+            lives_lost = (infos["lives"] < self._lives) & ~over
             self._lives = infos["lives"].copy()
         batch, episodes = self.accumulator.step(
             self._observations, actions, rewards, terminated, truncated, next_observations, infos,

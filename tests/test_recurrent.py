@@ -115,8 +115,9 @@ def test_the_sequence_buffer_hands_out_whole_sequences_of_seq_len_or_to_an_episo
 
 
 def test_lstm_is_refused_in_one_line_where_it_cannot_run():
-    with pytest.raises(ConfigError, match="--lstm is for single-agent envs"):
-        Trainer(env="TwoStepGame", lstm=True)
+    for algo in ("a3c", "mappo"):
+        with pytest.raises(ConfigError, match="--lstm is for single-agent envs"):
+            Trainer(env="TwoStepGame", algo=algo, lstm=True)
     with pytest.raises(ConfigError, match="lstm"):
         make_config(env="CartPole-v1", algo="dqn", lstm=True)
 

@@ -97,13 +97,16 @@ class ActorCritic(Algorithm):
         return {**super().acting_options(config, worker_id), "scale_rewards": config.scale_rewards}
 
     def payload(self, config: Config, env_info: EnvInfo, net: nn.Module) -> Payload:
-        """With ``lstm`` each row also holds the recurrent state its env acted from."""
+        """With a recurrent net each row also holds the state its env acted from: the column
+        follows the net the workers act with, as the actor's rows do."""
         payload = super().payload(config, env_info, net)
-        if not config.lstm:
+        from lib.recurrent import is_recurrent
+
+        if not is_recurrent(net):
             return payload
         from lib.columns import Column
 
-        return payload.with_columns([Column("recurrent_states", "float32", (2, config.lstm_cell_size), large=True)])
+        return payload.with_columns([Column("recurrent_states", "float32", (2, net.cell_size), large=True)])
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.models import build_net

@@ -32,6 +32,7 @@ class MAPPO(PPO):
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         require_agents(self.name, config, env_info)
+        super().preflight(config, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "global_state": True}
