@@ -155,6 +155,13 @@ class EventLoop:
         for name, value in run.rewards.custom_summary().items():
             run.writer.add_scalar(f"custom_metrics/{name}", value, run.counters.frames)
         self._roll_back_if_locked()
+        self.log_scalars()
+
+    def log_scalars(self) -> None:
+        """The report's TensorBoard scalars that follow the frames (the random-action flag, the
+        learner's own, such as the scheduled epsilon); the trainer calls it once more at the
+        run's end, so that the last value logged is the last frame's, not the last report's."""
+        run = self.run
         if self.config.random_frames:
             run.writer.add_scalar("train/random_actions", float(run.counters.frames < self.config.random_frames),
                                   run.counters.frames)

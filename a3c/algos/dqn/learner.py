@@ -134,7 +134,7 @@ class DQNLearner:
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """The replay buffer, the checkpoint's when it holds one (a resumed run without one
-        says it refills); the envs' epsilons in TensorBoard."""
+        says it refills); the envs' epsilons, and the scheduled one where it starts, in TensorBoard."""
         config, info = self.config, self.env_info
         self.replay = ReplayBuffer(config.replay_size, info.observation_shape, info.observation_dtype,
                                    config.priority_alpha, config.prioritized, frame_stack=info.frame_stack)
@@ -150,6 +150,7 @@ class DQNLearner:
         epsilons = env_epsilons(config)
         for name, value in (("mean", epsilons.mean()), ("min", epsilons.min()), ("max", epsilons.max())):
             writer.add_scalar(f"train/epsilon_{name}", float(value), frame)
+        self._log_scheduled_epsilon(writer, frame)
 
     def consume(self, message: Transitions, frame: int) -> list[QStepStats]:
         return self.steps.consume(message)
@@ -158,9 +159,7 @@ class DQNLearner:
         """The replay ratio over the interval since the last call: transitions sampled per
         transition received (once learning has started), which shows a deviation from
         ``--replay-ratio`` that the run's total would average away; the scheduled epsilon."""
-        schedule = parse_epsilon_schedule(self.config.epsilon_schedule)
-        if schedule is not None:
-            writer.add_scalar("train/epsilon", epsilon_at(schedule, frame), frame)
+        self._log_scheduled_epsilon(writer, frame)
         if self.steps is None:
             return
         received, sampled = self.steps.received, self.steps.sampled
@@ -168,6 +167,11 @@ class DQNLearner:
             ratio = (sampled - self._logged_sampled) / (received - self._logged_received)
             writer.add_scalar("train/replay_ratio", ratio, frame)
         self._logged_received, self._logged_sampled = received, sampled
+
+    def _log_scheduled_epsilon(self, writer: SummaryWriter, frame: int) -> None:
+        schedule = parse_epsilon_schedule(self.config.epsilon_schedule)
+        if schedule is not None:
+            writer.add_scalar("train/epsilon", epsilon_at(schedule, frame), frame)
 
     def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
         """The target net, and the replay buffer with ``--save-replay``."""
