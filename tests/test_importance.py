@@ -50,3 +50,30 @@ def test_a_run_trains_on_weighted_rows_and_reports_the_weights(tmp_path):
     # children act with weights a few steps old: the ratios spread around 1, some are cut
     assert 0.5 < result["importance_weight"] < 1.0
     assert 0.0 < result["truncated_share"] < 1.0
+
+
+def test_held_weights_are_kept_until_the_learner_is_k_steps_past_them_then_renewed():
+    from a3c.algos.a3c.acting import HeldWeightsSender
+
+    shared, version = torch.nn.Linear(2, 1), [3]
+    sent = []
+    sender = HeldWeightsSender(shared, lambda: version[0], sent.append, hold_steps=4)
+    first = shared.weight.detach().clone()
+    with torch.no_grad():
+        shared.weight.add_(1.0)  # the learner steps: the shared weights move on
+    version[0] = 6  # three steps past the copy: held
+    assert sender.policy_version() == 3 and torch.equal(sender.acting_net.weight, first)
+    version[0] = 7  # four steps past: renewed, with the shared weights of now
+    assert sender.policy_version() == 7 and torch.equal(sender.acting_net.weight, shared.weight)
+    version[0] = 10
+    assert sender.policy_version() == 7  # held again from the new copy
+    assert sender.acting_net is not shared
+
+
+def test_held_weights_raise_a_runs_policy_lag_and_grads_mode_refuses_them(tmp_path):
+    with Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9, hold_weights=21) as trainer:
+        result = trainer.train(frames=20_000)
+    # the copy trails the shared weights by 0-20 steps, 10 on average, on top of the queues' lag
+    assert result["policy_lag"] > 8
+    with pytest.raises(Exception, match="--hold-weights is for data mode"):
+        make_config(env="CartPole-v1", logdir=str(tmp_path), mode="grads", hold_weights=4)

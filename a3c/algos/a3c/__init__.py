@@ -84,6 +84,9 @@ class A3C(ActorCritic):
             parse_lr_schedule(config.lr_schedule)
         except ValueError as error:
             raise ConfigError(f"--lr-schedule {config.lr_schedule!r}: {error}") from None
+        if config.mode == "grads" and config.hold_weights > 1:
+            raise ConfigError("--hold-weights is for data mode: a grads-mode worker renews its weights "
+                              "after every gradient it sends")
         if config.mode == "grads" and config.normalize_observations:
             raise ConfigError("--normalize-observations is for data mode: the learner keeps the statistics "
                               "from the rows it receives, and in grads mode it receives none")
@@ -105,6 +108,10 @@ class A3C(ActorCritic):
 
     def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
                     outbox: Outbox) -> Sender:
+        if config.mode != "grads" and config.hold_weights > 1:
+            from a3c.algos.a3c.acting import HeldWeightsSender
+
+            return HeldWeightsSender(net, policy_version, outbox, config.hold_weights)
         if config.mode != "grads":
             return super().make_sender(config, net, policy_version, outbox)
         from a3c.algos.a3c.acting import GradientSender

@@ -1,5 +1,6 @@
-"""A3C's grads mode on the acting side: a worker that trains its own copy of the net on its
-transitions and sends the gradients."""
+"""A3C's acting side where it differs from sending transitions as they come: grads mode, a
+worker that trains its own copy of the net on its transitions and sends the gradients; and
+``--hold-weights``, a worker that acts with weights it renews only every so many steps."""
 from __future__ import annotations
 
 import copy
@@ -61,3 +62,31 @@ class GradientSender:
                 return False
             self._pull_weights()
         return True
+
+
+class HeldWeightsSender:
+    """Data mode with ``--hold-weights K``: act with a private copy of the net, renewed from the
+    shared one only once the learner is ``K`` optimizer steps past the copy. Rows then carry
+    the copy's version and log-probabilities, so their lag (about ``(K - 1) / 2`` steps more
+    on average) is measured and weighted as any other: lag set apart from the layout."""
+
+    def __init__(self, net: nn.Module, shared_version: Callable[[], int], outbox: Outbox, hold_steps: int):
+        self.shared_net = net
+        self.shared_version = shared_version
+        self.outbox = outbox
+        self.hold_steps = hold_steps
+        self.acting_net = copy.deepcopy(net)
+        self._version = shared_version()
+        self.acting_net.load_state_dict(net.state_dict())
+
+    def policy_version(self) -> int:
+        """The copy's version, renewed first when the shared weights are ``hold_steps`` ahead;
+        the actor reads it just before each forward pass."""
+        version = self.shared_version()
+        if version - self._version >= self.hold_steps:
+            self._version = version  # read first: the copy is at least this new
+            self.acting_net.load_state_dict(self.shared_net.state_dict())
+        return self._version
+
+    def send(self, batch: TransitionBatch) -> bool:
+        return self.outbox(batch)

@@ -43,6 +43,10 @@ class A3CSettings(ActorCriticSettings):
                              at_least=1)
     max_policy_lag: int | None = option("grads mode: drop gradients older than this many optimizer "
                                         "steps", None, at_least=0)
+    hold_weights: int = option("data mode: workers act with a copy of the weights that they renew only "
+                               "once the learner is this many optimizer steps past it, which adds about "
+                               "half as many steps of policy lag whatever the layout (to study lag; "
+                               "0 or 1: the newest weights at every step)", 0, at_least=0)
 
 
 def importance_weighted(config: A3CSettings) -> bool:
