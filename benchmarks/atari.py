@@ -96,12 +96,19 @@ def game_run(game: str, algo: str, frames: int, seed: int, logdir: Path, extra_a
             **run_summary(run["curve"], windows, run["curve"][-1][2])}
 
 
-def peer_run(game: str, frames: int, seed: int) -> dict:
-    """Stable-Baselines3 PPO with the RL zoo's Atari values on ``game`` for ``frames`` frames,
-    in its own process (``benchmarks.sb3_peer``); the curve is (seconds, frames, mean-100)."""
-    command = [sys.executable, "-m", "benchmarks.sb3_peer", "--env", env_id(game), "--n-envs", "8",
-               "--algo", "ppo", "--zoo-atari", "--max-frames", str(frames), "--max-seconds", str(6 * 3600),
-               "--seed", str(seed)]
+PEERS = {
+    "ppo": ("SB3 PPO (RL zoo)", ["--n-envs", "8", "--algo", "ppo", "--zoo-atari"]),
+    "a2c": ("SB3 A2C (RL zoo)", ["--n-envs", "16", "--algo", "a2c", "--zoo-atari", "--sb3-wrappers"]),
+}
+"""The peers ``--atari-peer`` names: Stable-Baselines3 with the RL zoo's Atari values and wrappers."""
+
+
+def peer_run(game: str, frames: int, seed: int, peer: str = "a2c") -> dict:
+    """Stable-Baselines3 ``peer`` (a key of ``PEERS``) on ``game`` for ``frames`` frames, in its
+    own process (``benchmarks.sb3_peer``); the curve is (seconds, frames, mean-100)."""
+    label, arguments = PEERS[peer]
+    command = [sys.executable, "-m", "benchmarks.sb3_peer", "--env", env_id(game), *arguments,
+               "--max-frames", str(frames), "--max-seconds", str(6 * 3600), "--seed", str(seed)]
     started = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, check=False,
                             cwd=Path(__file__).resolve().parent.parent)
@@ -109,7 +116,7 @@ def peer_run(game: str, frames: int, seed: int) -> dict:
         raise RuntimeError(f"SB3 run failed:\n{result.stderr[-2000:]}")
     report = json.loads(result.stdout.strip().splitlines()[-1])
     curve = report["curve"]
-    return {"game": game, "algo": "SB3 PPO (RL zoo)", "sticky": False, "seed": seed, "frames": report["frames"],
+    return {"game": game, "algo": label, "sticky": False, "seed": seed, "frames": report["frames"],
             "minutes": (time.monotonic() - started) / 60, "curve": curve, "entropy_windows": [],
             **run_summary(curve, [], curve[-1][2] if curve else None)}
 
@@ -128,7 +135,8 @@ def merged(kept: list[dict], new: list[dict]) -> list[dict]:
 
 
 def atari_games(games: list[str], algos: list[str], peer_games: list[str], frames: int, seed: int,
-                logdir: Path, provenance: dict, extra_args: tuple[str, ...] = (), sticky: bool = False) -> list[dict]:
+                logdir: Path, provenance: dict, extra_args: tuple[str, ...] = (), sticky: bool = False,
+                peer: str = "a2c") -> list[dict]:
     """Each game for each algorithm, then the peer on ``peer_games``; every run carries
     ``provenance`` (command, date, machine, commit)."""
     runs = []
@@ -139,7 +147,7 @@ def atari_games(games: list[str], algos: list[str], peer_games: list[str], frame
                   flush=True)
             runs.append(run)
     for game in peer_games:
-        run = peer_run(game, frames, seed) | {"provenance": provenance}
+        run = peer_run(game, frames, seed, peer) | {"provenance": provenance}
         print("atari peer:", json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
         runs.append(run)
     return runs

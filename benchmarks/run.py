@@ -39,6 +39,7 @@ import psutil
 
 from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
 from benchmarks.atari import GAMES as ATARI_GAMES
+from benchmarks.atari import PEERS as ATARI_PEERS
 from benchmarks.atari import atari_games, atari_report, kept_runs, merged, plot_atari
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.memory import memory_comparison
@@ -351,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="atari: comma-separated game names (default: the five of the PPO paper's table)")
     parser.add_argument("--atari-algos", default="a3c", help="atari: comma-separated --algo values to run")
     parser.add_argument("--atari-peer-games", default="",
-                        help="atari: games on which SB3 PPO with the RL zoo's Atari values also runs")
+                        help="atari: games on which the SB3 peer with the RL zoo's Atari values also runs")
+    parser.add_argument("--atari-peer", choices=sorted(ATARI_PEERS), default="a2c",
+                        help="atari: the SB3 peer, A2C (16 envs, RMSprop) or PPO (8 envs; far slower on a CPU)")
     parser.add_argument("--atari-frames", type=int, default=10_000_000, help="atari: env frames of each run")
     parser.add_argument("--atari-sticky", action="store_true",
                         help="atari: the ALE v5 ids (sticky actions) instead of NoFrameskip-v4")
@@ -475,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
                       "cpu": results["machine"]["cpu"], "cores": results["machine"]["cores"],
                       "commit": results["machine"]["commit"]}
         new = atari_games(games, args.atari_algos.split(","), peer_games, args.atari_frames, 0,
-                          out / "atari-runs", provenance, tuple(shlex.split(args.trainer_args)), args.atari_sticky)
+                          out / "atari-runs", provenance, tuple(shlex.split(args.trainer_args)), args.atari_sticky,
+                          args.atari_peer)
         results["atari"] = {"runs": merged(kept_runs(args.atari_keep), new)}
         print(atari_report(results["atari"]["runs"]))
     report = markdown_report(results)

@@ -11,10 +11,14 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env HalfCheetah-v5 --n-envs 1 --algo ppo --max-seconds 7200
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
         --max-frames 10000000 --max-seconds 20000
+    python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 16 --zoo-atari --sb3-wrappers \
+        --max-frames 10000000 --max-seconds 20000
 
-PPO with ``--zoo-atari`` is the RL zoo's whole Atari recipe, SB3's own AtariWrapper included
-(life loss ends a training episode, FIRE at reset, clipped rewards); its Monitor sits under
-the wrapper, so the scores are whole games in the game's points, as the trainer counts them.
+PPO with ``--zoo-atari``, and A2C with ``--zoo-atari --sb3-wrappers``, are the RL zoo's whole
+Atari recipes, SB3's own AtariWrapper included (life loss ends a training episode, FIRE at
+reset, clipped rewards) and 4 stacked frames; its Monitor sits under the wrapper, so the
+scores are whole games in the game's points, as the trainer counts them. A2C without
+``--sb3-wrappers`` steps this trainer's preprocessing (the throughput benchmark's peer).
 """
 from __future__ import annotations
 
@@ -141,10 +145,13 @@ def main() -> None:
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
                              "--algo ppo its Atari PPO and wrappers (pass --n-envs 8)")
+    parser.add_argument("--sb3-wrappers", action="store_true",
+                        help="Atari through SB3's make_atari_env and 4 stacked frames, as the RL zoo "
+                             "trains (always so for --algo ppo --zoo-atari)")
     parser.add_argument("--max-frames", type=int, default=None, help="stop after this many env frames")
     args = parser.parse_args()
     zoo_atari_ppo = args.zoo_atari and args.algo == "ppo"
-    if zoo_atari_ppo:
+    if zoo_atari_ppo or args.sb3_wrappers:
         envs = VecFrameStack(make_atari_env(args.env, n_envs=args.n_envs, seed=args.seed), n_stack=4)
     else:
         envs = DummyVecEnv([lambda: Monitor(make_env(args.env))] * args.n_envs)
