@@ -280,13 +280,15 @@ class Trainer:
         """Stop the workers in order and flush the writer; nothing is saved (``save()`` is).
         Calling it again does nothing; the trainer can still act and save. Leaving a ``with``
         block also closes the writer."""
-        if self._ended is None and self._run is not None:
-            if self._loop is not None:
-                self._loop.log_scalars()
-            self._ended = "stopped"
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        try:
+            if self._ended is None and self._run is not None:
+                self._ended = "stopped"
+                if self._loop is not None:
+                    self._loop.log_scalars()
+        finally:  # the children stop whatever the logging did
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
         if self._run is not None:
             self._run.writer.flush()
 
@@ -348,13 +350,13 @@ class Trainer:
             self.reporter.info(f"{reason}: saving the checkpoint, then stopping the children "
                                "(a second Ctrl-C or SIGTERM leaves at once)")
         run = self._run
-        if self._loop is not None:
-            self._loop.log_scalars()
         try:
             if reason != "non_finite":
                 self._save("checkpoint.pt")
                 self._save_best()
             run.write_summary(reason, self._seconds)
+            if self._loop is not None:  # after the saves: nothing here can cost a checkpoint
+                self._loop.log_scalars()
             run.writer.flush()
             if signalled:
                 self.reporter.info("checkpoint saved; stopping the children")
