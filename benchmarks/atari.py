@@ -117,6 +117,7 @@ def peer_run(game: str, frames: int, seed: int, peer: str = "a2c") -> dict:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     curve = report["curve"]
     return {"game": game, "algo": label, "sticky": False, "seed": seed, "frames": report["frames"],
+            "settings": {"life_loss": True},  # SB3's AtariWrapper ends a training episode at a lost life
             "minutes": (time.monotonic() - started) / 60, "curve": curve, "entropy_windows": [],
             **run_summary(curve, [], curve[-1][2] if curve else None)}
 
