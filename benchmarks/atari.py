@@ -103,7 +103,7 @@ PEERS = {
 """The peers ``--atari-peer`` names: Stable-Baselines3 with the RL zoo's Atari values and wrappers."""
 
 
-def peer_run(game: str, frames: int, seed: int, peer: str = "a2c") -> dict:
+def peer_run(game: str, frames: int, seed: int, peer: str) -> dict:
     """Stable-Baselines3 ``peer`` (a key of ``PEERS``) on ``game`` for ``frames`` frames, in its
     own process (``benchmarks.sb3_peer``); the curve is (seconds, frames, mean-100)."""
     label, arguments = PEERS[peer]

@@ -29,21 +29,15 @@ def loss_settings(config: Config) -> LossSettings:
                         rho_bar=config.rho_bar if importance_weighted(config) else None, seq_len=config.seq_len)
 
 
-class GradientSender:
-    """Grads mode: act with a private copy of the net, compute the loss gradient on each
-    ``batch_size`` transitions, send it, then copy the shared weights again."""
+class PrivateCopy:
+    """A worker that acts with its own copy of the shared net: the copy, the version it was
+    taken at (the version its rows carry), and how to take it again."""
 
-    def __init__(self, config: Config, net: nn.Module, shared_version: Callable[[], int],
-                 outbox: Outbox, device: torch.device):
-        self.loss_settings = loss_settings(config)
+    def __init__(self, net: nn.Module, shared_version: Callable[[], int]):
         self.shared_net = net
         self.shared_version = shared_version
-        self.outbox = outbox
-        self.device = device
+        self._version = shared_version()  # read first: the copy is at least this new
         self.acting_net = copy.deepcopy(net)
-        self.buffer = transition_buffer(net, config.batch_size, config.seq_len)
-        self._version = 0
-        self._pull_weights()
 
     def _pull_weights(self) -> None:
         self._version = self.shared_version()  # read first: the copy is at least this new
@@ -51,6 +45,19 @@ class GradientSender:
 
     def policy_version(self) -> int:
         return self._version
+
+
+class GradientSender(PrivateCopy):
+    """Grads mode: act with a private copy of the net, compute the loss gradient on each
+    ``batch_size`` transitions, send it, then copy the shared weights again."""
+
+    def __init__(self, config: Config, net: nn.Module, shared_version: Callable[[], int],
+                 outbox: Outbox, device: torch.device):
+        super().__init__(net, shared_version)
+        self.loss_settings = loss_settings(config)
+        self.outbox = outbox
+        self.device = device
+        self.buffer = transition_buffer(net, config.batch_size, config.seq_len)
 
     def send(self, batch: TransitionBatch) -> bool:
         self.buffer.add(batch)
@@ -64,28 +71,22 @@ class GradientSender:
         return True
 
 
-class HeldWeightsSender:
+class HeldWeightsSender(PrivateCopy):
     """Data mode with ``--hold-weights K``: act with a private copy of the net, renewed from the
     shared one only once the learner is ``K`` optimizer steps past the copy. Rows then carry
     the copy's version and log-probabilities, so their lag (about ``(K - 1) / 2`` steps more
     on average) is measured and weighted as any other: lag set apart from the layout."""
 
     def __init__(self, net: nn.Module, shared_version: Callable[[], int], outbox: Outbox, hold_steps: int):
-        self.shared_net = net
-        self.shared_version = shared_version
+        super().__init__(net, shared_version)
         self.outbox = outbox
         self.hold_steps = hold_steps
-        self.acting_net = copy.deepcopy(net)
-        self._version = shared_version()
-        self.acting_net.load_state_dict(net.state_dict())
 
     def policy_version(self) -> int:
         """The copy's version, renewed first when the shared weights are ``hold_steps`` ahead;
         the actor reads it just before each forward pass."""
-        version = self.shared_version()
-        if version - self._version >= self.hold_steps:
-            self._version = version  # read first: the copy is at least this new
-            self.acting_net.load_state_dict(self.shared_net.state_dict())
+        if self.shared_version() - self._version >= self.hold_steps:
+            self._pull_weights()
         return self._version
 
     def send(self, batch: TransitionBatch) -> bool:
