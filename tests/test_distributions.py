@@ -12,8 +12,10 @@ import torch
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
+from a3c.algos.payloads import Transitions
 from lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
 from lib.envs import describe_env
+from lib.experience import TransitionBatch
 from lib.loss import a2c_loss
 from lib.models import build_net
 from lib.user_envs import register_env
@@ -108,6 +110,18 @@ def test_rows_keep_the_drawn_actions_while_the_env_gets_them_clipped():
     assert drawn.dtype == np.float32 and drawn.shape[1:] == (1,)
     assert np.abs(drawn).max() > 1.0  # some draws fell outside the bounds ...
     assert np.allclose(received, np.clip(drawn[:, 0], -1.0, 1.0))  # ... and only the env saw them clipped
+
+
+def test_a_row_of_a_many_dimensional_action_counts_as_one_step_and_a_joint_row_as_one_per_agent():
+    """Frames count agent steps, not an action's parts: 5 rows of HalfCheetah's 6-dimensional
+    actions are 5 steps (not 30), 4 joint rows of 3 agents are 12."""
+    def batch(actions, rewards):
+        return TransitionBatch(np.zeros((len(actions), 2), np.float32), actions, rewards,
+                               np.zeros(len(actions), bool), np.ones(len(actions), np.int64))
+
+    assert Transitions(0, batch(np.zeros((5, 6), np.float32), np.zeros(5, np.float32))).transitions == 5
+    assert Transitions(0, batch(np.zeros((5, 2), np.int64), np.zeros(5, np.float32))).transitions == 5
+    assert Transitions(0, batch(np.zeros((4, 3), np.int64), np.zeros((4, 3), np.float32))).transitions == 12
 
 
 @pytest.mark.timeout(120)

@@ -26,8 +26,10 @@ class Transitions:
 
     @property
     def transitions(self) -> int:
-        """Agent steps: a row each, or one per agent where a row holds every agent's (MADDPG)."""
-        return int(self.batch.actions.size)
+        """Agent steps: a row each, or one per agent where a row holds every agent's (MADDPG,
+        QMIX). Counted by rewards, one per agent step: an action may have many parts (a Box's
+        dimensions, a MultiDiscrete's choices)."""
+        return int(self.batch.rewards.size)
 
 
 @dataclass
