@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import typing
@@ -55,7 +56,8 @@ class RunSettings:
                            "per-agent")
     algo: str = option("the algorithm (see the list above)", BUILT_IN[0].name)
     stop_reward: float | None = option(
-        "mean-100 reward that ends the run; default: the env spec's reward_threshold, 18 for Pong",
+        "mean-100 reward that ends the run; default: the env spec's reward_threshold, 18 for Pong; "
+        "inf: none, the run goes on to its budget",
         None, family=True)
     max_frames: int | None = option("frame budget: env frames, 4 per step for Atari (unlimited if "
                                     "unset)", None, at_least=1)
@@ -286,6 +288,8 @@ def make_config(**settings: Any) -> Config:
     for name, value in _family_values(values, family).items():
         if values.get(name) is None:
             values[name] = value
+    if values["stop_reward"] == math.inf:  # no reward ends the run, the env's threshold included
+        values["stop_reward"] = None
     config = Config(**values)
     validate(config, family)
     return config

@@ -5,6 +5,7 @@ import statistics
 from pathlib import Path
 
 from benchmarks.memory import memory_section
+from benchmarks.mujoco import mujoco_section
 from lib.envs import ATARI_FRAME_SKIP
 
 
@@ -287,6 +288,12 @@ def box_report(results: dict) -> str:
                       *_cartpole_section(results["box"], "`--algo ppo --preset box --gamma 0.9` against SB3 PPO "
                                          "(RL zoo, gSDE): Pendulum-v1 to a mean-100 of -200", "SB3 PPO (RL zoo)",
                                          image=None)])
+
+
+def mujoco_report(results: dict) -> str:
+    return "\n".join([*_header("MuJoCo: --algo ppo against SB3 PPO on HalfCheetah-v5", results),
+                      *mujoco_section(results["mujoco"]),
+                      f"CPU steal during these runs: {_share(results['mujoco'].get('cpu_steal'))}.", ""])
 
 
 def memory_report(results: dict) -> str:

@@ -43,6 +43,7 @@ from benchmarks.atari import PEERS as ATARI_PEERS
 from benchmarks.atari import atari_games, atari_report, kept_runs, merged, plot_atari
 from benchmarks.denormals import adam_with_and_without_flushing
 from benchmarks.memory import memory_comparison
+from benchmarks.mujoco import HALFCHEETAH, OURS_ARGS, mujoco_section
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
@@ -50,6 +51,7 @@ from benchmarks.report import (
     dqn_report,
     markdown_report,
     memory_report,
+    mujoco_report,
     multiagent_report,
     plot_cartpole,
     plot_solve,
@@ -116,12 +118,18 @@ def solve_ours(seed: int, max_seconds: float, extra_args: tuple[str, ...] = (), 
         return train_to_goal(env_id, seed, max_seconds, Path(logdir), extra_args)
 
 
+PEER_ENVS_AND_GOALS = {CARTPOLE: (8, 475.0), PENDULUM: (4, PENDULUM_GOAL), HALFCHEETAH: (1, None)}
+"""The RL zoo's env count for each env's tuned PPO (and A2C on CartPole) and the mean-100 the
+peer runs to (None: its whole budget of steps)."""
+
+
 def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c", env_id: str = CARTPOLE) -> dict:
     """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise),
     its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound;
-    on Pendulum-v1 its tuned PPO (4 envs) to ``PENDULUM_GOAL``."""
-    n_envs = 1 if algo == "dqn" else (4 if env_id == PENDULUM else 8)
-    goal = PENDULUM_GOAL if env_id == PENDULUM else 475.0
+    on Pendulum-v1 its tuned PPO (4 envs) to ``PENDULUM_GOAL``; on HalfCheetah its tuned PPO
+    (one env) for its million steps."""
+    n_envs, goal = PEER_ENVS_AND_GOALS[env_id]
+    n_envs = 1 if algo == "dqn" else n_envs
     report = run_sb3(env_id, n_envs, max_seconds, ent_coef=0.0, stop_reward=goal, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
     curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
@@ -328,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent", "atari", "box", "memory"],
+                                           "ppo", "ray", "multiagent", "atari", "box", "mujoco", "memory"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -338,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "
                              "each, docs/atari.md with --docs), box (--algo ppo on Pendulum-v1 to -200 against "
-                             "SB3 PPO) and memory (CueMemory-v0 with and without --lstm) run only when named")
+                             "SB3 PPO), mujoco (--algo ppo on HalfCheetah-v5 for 1M steps against SB3 PPO, "
+                             "both with the RL zoo's values) and memory (CueMemory-v0 with and without "
+                             "--lstm) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
                         help="solve: time limit of each Pong run")
     parser.add_argument("--solve-from", type=Path, default=None, metavar="JSON",
@@ -366,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="Pong measured window seconds")
     parser.add_argument("--seeds", type=int, default=None,
                         help="CartPole seeds (3; --quick 1); Pong seeds of the solve part (2); two-step "
-                             "game seeds (5); memory task seeds (3)")
+                             "game seeds (5); memory task seeds (3); HalfCheetah seeds (1)")
     parser.add_argument("--spread-frames", type=int, default=3_000_000,
                         help="multiagent: frames of each simple_spread run")
     parser.add_argument("--trainer-args", default="", help="extra flags for run_a3c.py on Pong")
@@ -459,6 +469,13 @@ def main(argv: list[str] | None = None) -> int:
                 seeds, with_sb3, 600.0, PENDULUM_ARGS, functools.partial(solve_sb3, algo="ppo", env_id=PENDULUM),
                 peer_seconds=600.0, env_id=PENDULUM)
         results["box"]["cpu_steal"] = steal.fraction
+    if "mujoco" in parts:
+        with StealMeter() as steal:
+            results["mujoco"] = cartpole_comparison(
+                list(range(args.seeds or 1)), with_sb3, 3600.0, OURS_ARGS,
+                functools.partial(solve_sb3, algo="ppo", env_id=HALFCHEETAH), peer_seconds=7200.0, env_id=HALFCHEETAH)
+        results["mujoco"]["cpu_steal"] = steal.fraction
+        print("\n".join(mujoco_section(results["mujoco"])), flush=True)
     if "memory" in parts:
         results["memory"] = memory_comparison(list(range(args.seeds or 3)))
     if "multiagent" in parts:
@@ -506,6 +523,8 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
         if "box" in results:
             (ROOT / "docs" / "box_benchmark.md").write_text(box_report(results))
+        if "mujoco" in results:
+            (ROOT / "docs" / "mujoco_benchmark.md").write_text(mujoco_report(results))
         if "memory" in results:
             (ROOT / "docs" / "memory_benchmark.md").write_text(memory_report(results))
         if "multiagent" in results:
@@ -517,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
             (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
             plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "memory"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "mujoco", "memory"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")

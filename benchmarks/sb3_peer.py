@@ -33,6 +33,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
+from benchmarks.mujoco import ZOO_HALFCHEETAH_PPO, ZOO_HALFCHEETAH_PPO_STEPS
 from lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 
 
@@ -110,14 +111,6 @@ ZOO_PENDULUM_PPO = {
 """rl-baselines3-zoo's PPO values for Pendulum-v1 (its hyperparams/ppo.yml, 4 envs, 1e5 steps,
 generalized state-dependent exploration)."""
 
-ZOO_HALFCHEETAH_PPO_STEPS = 1_000_000
-ZOO_HALFCHEETAH_PPO = {
-    "n_steps": 512, "batch_size": 64, "gamma": 0.98, "learning_rate": 2.0633e-05, "ent_coef": 0.000401762,
-    "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92, "max_grad_norm": 0.8, "vf_coef": 0.58096,
-}
-"""rl-baselines3-zoo's tuned PPO values for HalfCheetah (its hyperparams/ppo.yml, HalfCheetah-v3: one
-env, 1e6 steps, observations and rewards normalised by VecNormalize; the policy's keywords are
-in ``halfcheetah_policy``)."""
 
 
 def halfcheetah_policy() -> dict:

@@ -159,14 +159,14 @@ class MlpA2C(nn.Module):
 
     With a ``DiagGaussian`` distribution (Box actions) the policy MLP gives the means, its
     last layer initialised orthogonally at gain 0.01 so that they start near 0, and a
-    state-independent log-std (starting at 0) follows them in the policy head. With
+    state-independent log-std (starting at ``log_std_init``) follows them in the policy head. With
     ``normalize_observations`` both MLPs see the observations standardised by running
     statistics the learner keeps up (``lib.normalize.ObservationNormalizer``).
     """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = MLP_HIDDEN,
                  distribution: Distribution = CATEGORICAL,
-                 normalize_observations: bool = False):
+                 normalize_observations: bool = False, log_std_init: float = 0.0):
         super().__init__()
         self.distribution = distribution
         self.normalizer = ObservationNormalizer(observation_size) if normalize_observations else None
@@ -177,7 +177,7 @@ class MlpA2C(nn.Module):
         if distribution.continuous:
             nn.init.orthogonal_(self.policy[-1].weight, gain=0.01)
             nn.init.zeros_(self.policy[-1].bias)
-            self.log_std = nn.Parameter(torch.zeros(n_actions))
+            self.log_std = nn.Parameter(torch.full((n_actions,), float(log_std_init)))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         observations = observations.float()
@@ -228,11 +228,13 @@ class AtariFeatures(nn.Module):
 
 
 def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
-              normalize_observations: bool = False, lstm: bool = False, lstm_cell_size: int = 256) -> nn.Module:
+              normalize_observations: bool = False, lstm: bool = False, lstm_cell_size: int = 256,
+              mlp_hidden: int = MLP_HIDDEN, log_std_init: float = 0.0) -> nn.Module:
     """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors
-    (a Gaussian policy for Box actions; running observation statistics with
-    ``normalize_observations``); with ``lstm``, the body under an LSTM cell of
-    ``lstm_cell_size`` units (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply)."""
+    (``mlp_hidden`` units a layer; a Gaussian policy for Box actions, its log-std starting at
+    ``log_std_init``; running observation statistics with ``normalize_observations``); with
+    ``lstm``, the body under an LSTM cell of ``lstm_cell_size`` units
+    (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply)."""
     if env_info.continuous:
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
     else:
@@ -240,16 +242,18 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     if lstm:
         if env_info.atari:
             body = AtariFeatures(env_info.observation_shape, conv)
-            return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution)
+            return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
+                                log_std_init=log_std_init)
         size = env_info.observation_shape[0]
-        body = nn.Sequential(nn.Linear(size, MLP_HIDDEN), nn.ReLU())
+        body = nn.Sequential(nn.Linear(size, mlp_hidden), nn.ReLU())
         init_relu_layers(body)
         normalizer = ObservationNormalizer(size) if normalize_observations else None
-        return RecurrentA2C(body, MLP_HIDDEN, env_info.n_actions, lstm_cell_size, distribution, normalizer)
+        return RecurrentA2C(body, mlp_hidden, env_info.n_actions, lstm_cell_size, distribution, normalizer,
+                            log_std_init)
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, distribution=distribution,
-                  normalize_observations=normalize_observations)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, mlp_hidden, distribution,
+                  normalize_observations, log_std_init)
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

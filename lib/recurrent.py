@@ -37,13 +37,14 @@ class RecurrentA2C(nn.Module):
     for Atari frames, a layer for vectors). ``forward(observations, state)`` is one step:
     (policy head, values, next state) with ``state`` of shape (N, 2, cell_size). The
     policy head's weights start at gain 0.01 so the first policy is near uniform (a
-    Gaussian's means near 0, its state-independent log-std at 0).
+    Gaussian's means near 0, its state-independent log-std at ``log_std_init``).
     """
 
     recurrent = True
 
     def __init__(self, body: nn.Module, features: int, n_actions: int, cell_size: int = 256,
-                 distribution: Distribution = CATEGORICAL, normalizer: ObservationNormalizer | None = None):
+                 distribution: Distribution = CATEGORICAL, normalizer: ObservationNormalizer | None = None,
+                 log_std_init: float = 0.0):
         super().__init__()
         self.distribution = distribution
         self.normalizer = normalizer
@@ -57,7 +58,7 @@ class RecurrentA2C(nn.Module):
         nn.init.zeros_(self.cell.bias_ih)
         nn.init.zeros_(self.cell.bias_hh)
         if distribution.continuous:
-            self.log_std = nn.Parameter(torch.zeros(n_actions))
+            self.log_std = nn.Parameter(torch.full((n_actions,), float(log_std_init)))
 
     def initial_state(self, rows: int, device: torch.device | str = "cpu") -> torch.Tensor:
         """Zero states for ``rows`` envs."""

@@ -21,6 +21,7 @@ from a3c.algos.a3c.settings import (
 from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.settings import CORES, ConfigError
 from a3c.transport.pool import messages_per_worker, queue_capacity
+from lib.envs import describe_env
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
@@ -85,6 +86,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--algo", "ppo", "--return-lambda", "0.9"],
      "--return-lambda is a setting of --algo a3c, not of --algo ppo"),
     (["-n", "x", "--algo", "ppo", "--preset", "box"], "--preset box is for Box actions"),
+    (["-n", "x", "--algo", "ppo", "--preset", "mujoco"], "--preset mujoco is for Box actions"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--epsilon-schedule", "1,0.02"], "is not INITIAL,FINAL,FRAMES"),
     (["-n", "x", "--env", "CartPole-v1", "--random-frames", "-1"], "--random-frames"),
     (["-n", "x", "--env", "CartPole-v1", "--stop", "loss_total=1"], "--stop loss_total: not a result key"),
@@ -124,6 +126,22 @@ def test_presets_by_env_family_and_flags_override():
     assert cartpole.stop_reward == 475.0 and cartpole.gamma == 0.9
     assert cartpole.clip_grad == VECTOR_PRESET.clip_grad
     assert parse_config(["-n", "c", "--env", "CartPole-v1", "--stop-reward", "200"]).stop_reward == 200
+    assert parse_config(["-n", "c", "--env", "CartPole-v1", "--stop-reward", "inf"]).stop_reward is None  # no goal
+
+
+def test_the_vector_nets_width_and_a_gaussians_first_log_std_are_settings():
+    config = parse_config(["-n", "h", "--env", "Pendulum-v1", "--algo", "ppo", "--mlp-hidden", "64",
+                           "--log-std-init", "-2"])
+    net = get_algorithm("ppo").build_net(describe_env("Pendulum-v1"), vars(config))
+    assert [layer.out_features for layer in net.policy if hasattr(layer, "out_features")] == [64, 64, 1]
+    assert torch.equal(net.log_std.detach(), torch.tensor([-2.0]))
+    default = get_algorithm("ppo").build_net(describe_env("Pendulum-v1"), vars(parse_config(
+        ["-n", "h", "--env", "Pendulum-v1", "--algo", "ppo"])))
+    assert default.policy[0].out_features == 128 and float(default.log_std) == 0.0
+    mujoco = parse_config(["-n", "h", "--env", "Pendulum-v1", "--algo", "ppo", "--preset", "mujoco"])
+    box = parse_config(["-n", "h", "--env", "Pendulum-v1", "--algo", "ppo", "--preset", "box"])
+    assert (mujoco.mlp_hidden, mujoco.log_std_init, box.mlp_hidden, box.log_std_init) == (256, -2.0, 128, 0.0)
+    assert dataclasses.replace(mujoco, mlp_hidden=128, log_std_init=0.0, preset="box") == box
 
 
 def test_help_lists_every_hyperparameter(capsys):

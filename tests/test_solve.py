@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from a3c.algos.a3c.settings import VECTOR_PRESET
+from benchmarks.mujoco import at_steps, mujoco_section
 from benchmarks.report import markdown_report, solve_report
 from benchmarks.solve import (
     EARLY_ENTROPY,
@@ -209,3 +210,16 @@ def test_runs_kept_from_a_benchmark_runs_json_name_its_command_date_and_commit(t
     # docs/pong_solve.json itself has no command to name
     (tmp_path / "solve.json").write_text(json.dumps({"goal": 18.0, "ours": [ours]}))
     assert "runs_from" not in pong_solve([0], False, 1.0, tmp_path, kept_solve(tmp_path / "solve.json"))
+
+
+def test_the_mujoco_table_reads_each_curve_at_its_marks_and_its_end():
+    """A curve is read where it first reaches 250k and 500k steps, and at its last point; a
+    curve that never reaches a mark shows a dash there."""
+    ours = {"seed": 0, "wall_seconds": 300.4, "curve": [(10.0, 240_000, 100.0), (20.0, 250_008, 812.4),
+                                                         (40.0, 520_000, 2_001.6), (90.0, 1_000_008, 4_950.2)]}
+    sb3 = {"seed": 0, "wall_seconds": 870.0, "curve": [(400.0, 400_000, 1_500.0), (860.0, 999_999, 5_600.7)]}
+    lines = mujoco_section({"ours": [ours], "sb3": [sb3], "time_ratio": 300.4 / 870.0})
+    assert "| this trainer, `--algo ppo` | 0 | 812 | 2,002 | **4,950** | 1,000,008 | 300 |" in lines
+    assert "| SB3 PPO | 0 | 1,500 | 5,601 | **5,601** | 999,999 | 870 |" in lines  # 500k: its first point past it
+    assert at_steps(sb3["curve"], 1_000_000) is None
+    assert "Median time ratio, this trainer / SB3: **0.35**." in lines

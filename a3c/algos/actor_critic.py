@@ -43,6 +43,10 @@ class ActorCriticSettings:
                                           family=True)
     scale_rewards: bool = option("each worker divides the rewards it trains on by the running deviation "
                                  "of the discounted return", None, family=True)
+    mlp_hidden: int = option("units of each hidden layer of the vector nets (the policy's and the "
+                             "value's MLPs, or the layer under --lstm's cell)", None, at_least=1, family=True)
+    log_std_init: float = option("Box actions: the Gaussian policy's log-std at the start (0: a "
+                                 "deviation of 1; -2: 0.14, a calmer start)", None, family=True)
     lstm: bool = option("an LSTM cell after the net's body: workers keep each env's state, the learner "
                         "reruns sequences of --seq-len steps from the states they stored", False)
     lstm_cell_size: int = option("units of the LSTM cell (--lstm)", 256, at_least=1)
@@ -62,6 +66,8 @@ class ActorCriticPreset(Preset):
     entropy_decay_frames: int = 0
     normalize_observations: bool = False
     scale_rewards: bool = False
+    mlp_hidden: int = 128
+    log_std_init: float = 0.0
     bf16: bool = False
 
 
@@ -69,7 +75,8 @@ class ActorCritic(Algorithm):
     """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
 
     net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False,
-                                              "lstm": False, "lstm_cell_size": 256}
+                                              "lstm": False, "lstm_cell_size": 256, "mlp_hidden": 128,
+                                              "log_std_init": 0.0}
     box_actions = True
 
     def check(self, config: Config, atari: bool) -> None:

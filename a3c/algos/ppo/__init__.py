@@ -26,15 +26,17 @@ class PPO(ActorCritic):
     settings = PPOSettings
     presets: ClassVar[Mapping[str, str]] = {
         "box": "Box actions (MuJoCo, Pendulum): the PPO paper's MuJoCo values, 2,048-row rollouts, "
-               "10 epochs of 64-row minibatches, lr 3e-4 decaying"}
+               "10 epochs of 64-row minibatches, lr 3e-4 decaying",
+        "mujoco": "MuJoCo's locomotion tasks: the box preset on the RL zoo's MuJoCo net, 256-unit "
+                  "layers and a log-std from -2"}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         return family_values(atari, values)
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
-        if config.preset == "box" and atari:
-            raise ConfigError("--preset box is for Box actions; Atari's are Discrete")
+        if config.preset in ("box", "mujoco") and atari:
+            raise ConfigError(f"--preset {config.preset} is for Box actions; Atari's are Discrete")
         if config.reward_steps != 1:
             raise ConfigError("--reward-steps of --algo ppo is 1: GAE(lambda) sums the rewards (--gae-lambda)")
         rows = rollout_rows(vars(config))
