@@ -291,3 +291,12 @@ def test_what_only_the_backend_can_tell_is_one_line_and_exit_2_too(capsys, monke
     stderr = capsys.readouterr().err
     assert exited.value.code == 2 and stderr.strip().splitlines() == [
         "run_a3c.py: error: --processes 9 needs 9 CPUs for actors and the cluster has 4 besides the learner's 1"]
+
+
+def test_a3c_on_atari_reruns_5_step_sequences_and_everything_else_20():
+    """A3C's batches of whole sequences hold many envs' rows on Atari (docs/spaces.md)."""
+    assert parse_config(["-n", "x", "--lstm"]).seq_len == 5
+    assert parse_config(["-n", "x", "--lstm", "--preset", "small"]).seq_len == 5
+    assert parse_config(["-n", "x", "--lstm", "--algo", "ppo"]).seq_len == 20
+    assert parse_config(["-n", "x", "--env", "CartPole-v1", "--lstm"]).seq_len == 20
+    assert parse_config(["-n", "x", "--lstm", "--seq-len", "12"]).seq_len == 12

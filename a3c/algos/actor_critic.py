@@ -50,8 +50,9 @@ class ActorCriticSettings:
     lstm: bool = option("an LSTM cell after the net's body: workers keep each env's state, the learner "
                         "reruns sequences of --seq-len steps from the states they stored", False)
     lstm_cell_size: int = option("units of the LSTM cell (--lstm)", 256, at_least=1)
-    seq_len: int = option("--lstm: steps of each sequence the learner backpropagates through", 20,
-                          at_least=1)
+    seq_len: int = option("--lstm: steps of each sequence the learner backpropagates through (at "
+                          "least the steps a policy must remember across; A3C on Atari: 5, so that its "
+                          "batches of whole sequences hold many envs' rows)", None, at_least=1, family=True)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ActorCriticPreset(Preset):
     scale_rewards: bool = False
     mlp_hidden: int = 128
     log_std_init: float = 0.0
+    seq_len: int = 20
     bf16: bool = False
 
 

@@ -66,9 +66,11 @@ class A3CPreset(ActorCriticPreset):
 
 def reference_preset(cores: int) -> A3CPreset:
     """The reference chapter's Pong values (Adam lr 1e-3 eps 1e-3, clip 0.1, 4-step, batch
-    128, entropy 0.01, value weight 1), with the layout from ``cores``: ``--preset reference``."""
+    128, entropy 0.01, value weight 1), with the layout from ``cores``: ``--preset reference``.
+    With ``--lstm``, sequences of 5 steps: a batch of 128 rows then holds 26 envs' sequences,
+    where 20-step ones gave 7 and Pong did not take off (docs/spaces.md, "Pong with --lstm")."""
     return A3CPreset(**process_layout(cores, envs_in_total=32), batch_size=128, reward_steps=4,
-                     gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3)
+                     gamma=0.99, lr=1e-3, clip_grad=0.1, adam_eps=1e-3, seq_len=5)
 
 
 def nature84_preset(cores: int) -> A3CPreset:
