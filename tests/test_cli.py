@@ -87,6 +87,7 @@ BAD_INPUTS = [
      "--return-lambda is a setting of --algo a3c, not of --algo ppo"),
     (["-n", "x", "--algo", "ppo", "--preset", "box"], "--preset box is for Box actions"),
     (["-n", "x", "--algo", "ppo", "--preset", "mujoco"], "--preset mujoco is for Box actions"),
+    (["-n", "x", "--mlp-hidden", "64"], "--mlp-hidden is for vector observations"),
     (["-n", "x", "--env", "CartPole-v1", "--algo", "dqn", "--epsilon-schedule", "1,0.02"], "is not INITIAL,FINAL,FRAMES"),
     (["-n", "x", "--env", "CartPole-v1", "--random-frames", "-1"], "--random-frames"),
     (["-n", "x", "--env", "CartPole-v1", "--stop", "loss_total=1"], "--stop loss_total: not a result key"),

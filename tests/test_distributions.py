@@ -152,6 +152,11 @@ def test_an_algorithm_for_discrete_actions_refuses_a_box(tmp_path):
         Trainer(env="Pendulum-v1", algo="dqn", logdir=str(tmp_path))
 
 
+def test_a_first_log_std_is_refused_where_actions_are_discrete(tmp_path):
+    with pytest.raises(ConfigError, match="--log-std-init is for Box actions; CartPole-v1's are not"):
+        Trainer(env="CartPole-v1", algo="ppo", log_std_init=-1.0, logdir=str(tmp_path))
+
+
 @pytest.mark.timeout(120)
 def test_mujoco_envs_run_with_the_box_preset(tmp_path):
     pytest.importorskip("mujoco", reason="gymnasium's MuJoCo envs: pip install -e '.[mujoco]'")

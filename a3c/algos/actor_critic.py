@@ -89,6 +89,8 @@ class ActorCritic(Algorithm):
         if config.normalize_observations and atari:
             raise ConfigError("--normalize-observations is for vector observations; Atari frames are scaled "
                               "to [0, 1] in the net")
+        if config.mlp_hidden != ActorCriticPreset.mlp_hidden and atari:
+            raise ConfigError("--mlp-hidden is for vector observations; the Atari net's width comes with --conv")
 
     def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
         """The net-shaping settings; the cell's size only where the net has the cell."""
@@ -101,6 +103,8 @@ class ActorCritic(Algorithm):
         if config.lstm and env_info.agents:
             raise ConfigError("--lstm is for single-agent envs: an agent that finishes early would leave "
                               "gaps in its env's sequences")
+        if config.log_std_init != ActorCriticPreset.log_std_init and not env_info.continuous:
+            raise ConfigError(f"--log-std-init is for Box actions; {config.env_id}'s are not")
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "scale_rewards": config.scale_rewards}
