@@ -134,6 +134,19 @@ def test_resuming_a_small_net_checkpoint_at_the_defaults_names_the_flags_of_its_
     assert "(the checkpoint's net: --heads shared --conv small)" in stderr
 
 
+def test_resuming_a_128_unit_checkpoint_with_the_mujoco_preset_names_its_width(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
+    narrow = tmp_path / "narrow.pt"
+    net = build_net(describe_env("Pendulum-v1"), normalize_observations=True)  # --preset box's net
+    save_checkpoint(narrow, {"config": {"env_id": "Pendulum-v1", "algo": "ppo", "normalize_observations": True,
+                                        "mlp_hidden": 128, "log_std_init": 0.0}, "model": net.state_dict()})
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--env", "Pendulum-v1", "--algo", "ppo", "--preset", "mujoco", "--resume", str(narrow)])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2 and "network differs at policy.0.weight" in stderr
+    assert "--mlp-hidden 128 --log-std-init 0.0)" in stderr
+
+
 def test_a_logdir_that_cannot_be_created_exits_2_in_one_line_before_any_child(capsys, monkeypatch):
     monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", lambda *args, **kwargs: pytest.fail("a child was started"))
     # /proc takes no new directories, even from root, for whom the access check passes

@@ -93,15 +93,16 @@ class ActorCritic(Algorithm):
             raise ConfigError("--mlp-hidden is for vector observations; the Atari net's width comes with --conv")
 
     def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
-        """The net-shaping settings; the cell's size only where the net has the cell, the vector
-        nets' width and first log-std only where they are not the defaults (which ``build_net``
-        gives), so that a shape error names only the flags that build the net again."""
+        """The net-shaping settings the net has a use for: the cell's size only where it has
+        the cell, the vector nets' width and first log-std only off Atari, so that a shape
+        error names the flags that build the checkpoint's net again and no others."""
         shape = super().saved_net_shape(saved)
         if not shape["lstm"]:
             del shape["lstm_cell_size"]
-        for name in ("mlp_hidden", "log_std_init"):
-            if shape[name] == self.net_shape[name]:
-                del shape[name]
+        from lib.envs import is_atari
+
+        if "env_id" in saved and is_atari(saved["env_id"]):
+            del shape["mlp_hidden"], shape["log_std_init"]
         return shape
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
