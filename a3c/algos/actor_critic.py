@@ -77,8 +77,9 @@ class ActorCritic(Algorithm):
     """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
 
     net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False,
-                                              "lstm": False, "lstm_cell_size": 256, "mlp_hidden": 128,
-                                              "log_std_init": 0.0}
+                                              "lstm": False, "lstm_cell_size": 256,
+                                              "mlp_hidden": ActorCriticPreset.mlp_hidden,
+                                              "log_std_init": ActorCriticPreset.log_std_init}
     box_actions = True
 
     def check(self, config: Config, atari: bool) -> None:
