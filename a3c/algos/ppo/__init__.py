@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.actor_critic import ActorCritic
-from a3c.algos.ppo.settings import PPOSettings, family_values, rollout_rows
+from a3c.algos.ppo.settings import BOX_PRESETS, PPOSettings, family_values, rollout_rows
 from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class PPO(ActorCritic):
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
-        if config.preset in ("box", "mujoco") and atari:
+        if config.preset in BOX_PRESETS and atari:
             raise ConfigError(f"--preset {config.preset} is for Box actions; Atari's are Discrete")
         if config.reward_steps != 1:
             raise ConfigError("--reward-steps of --algo ppo is 1: GAE(lambda) sums the rewards (--gae-lambda)")
