@@ -107,6 +107,32 @@ def test_with_several_agents_a_rollout_waits_for_every_agents_steps():
     assert all(result == [] for result in results[:-1]) and len(results[-1]) == 2
 
 
+def test_a_rollout_joins_the_observation_statistics_before_its_passes():
+    # The first minibatch's ratios are the next acting policy's (the net under the statistics
+    # with the rollout merged) against the one that acted (under the prior: mean 0,
+    # variance 1), so the clip bounds the whole change the workers will see, the shift of
+    # the statistics included (docs/spaces.md has both orders measured).
+    config = make_config(env="CartPole-v1", algo="ppo", processes=1, envs_per_process=2, rollout_length=4,
+                         epochs=1, minibatches=1, normalize_observations=True, bf16=False)
+    net = build_net(describe_env("CartPole-v1"), normalize_observations=True)
+    learner = PPOLearner(config, net, torch.zeros((), dtype=torch.int64))
+    states = torch.as_tensor(np.random.default_rng(0).normal(5.0, 2.0, (8, 4)), dtype=torch.float32)
+    actions = torch.as_tensor([0, 1] * 4)
+    merged = copy.deepcopy(net)
+    merged.normalizer.update(states)
+    with torch.no_grad():
+        acted = learner.distribution.log_prob(net(states)[0], actions)
+        log_ratios = learner.distribution.log_prob(merged(states)[0], actions) - acted
+    rollout = TransitionBatch(states=states.numpy(), actions=actions.numpy(), rewards=np.ones(8, np.float32),
+                              dones=np.zeros(8, bool), steps=np.ones(8, np.int64), last_values=np.zeros(8, np.float32),
+                              policy_versions=np.zeros(8, np.int64), log_probs=acted.numpy(),
+                              env_ids=np.array([0, 1] * 4), ends=np.zeros(8, bool))
+    [first] = learner.consume(Transitions(0, rollout), 0)
+    assert float((log_ratios.exp() - 1 - log_ratios).mean()) > 1e-3  # the shift moves this policy
+    assert first.approx_kl == pytest.approx(float((log_ratios.exp() - 1 - log_ratios).mean()), rel=1e-4)
+    assert net.normalizer.mean.tolist() == pytest.approx(states.mean(0).tolist(), rel=1e-4)
+
+
 class TableNet(torch.nn.Module):
     """Uniform logits over 2 actions and V(s) = the state's first number: values and
     probabilities set by hand."""

@@ -156,7 +156,9 @@ class PPOLearner:
             recurrent = RecurrentRows(torch.as_tensor(batch.extras["recurrent_states"]).to(self.device),
                                       batch.starts, lengths)
         states = torch.as_tensor(batch.states).to(self.device)
-        observe(self.net, states)  # the rollout's observations join the normalizer's statistics first
+        # The rollout joins the normalizer's statistics before the passes: their ratios are then of the
+        # policy the workers act with next, the statistics' shift included, and the clip bounds it all.
+        observe(self.net, states)
         actions = torch.as_tensor(batch.actions).to(self.device)
         if recurrent is None:
             head, values = evaluate(self.net, states, self.config.bf16)
