@@ -49,4 +49,8 @@ def mujoco_section(mujoco: dict) -> list[str]:
                          + f" | **{final:,.0f}** | {steps:,} | {run['wall_seconds']:.0f} |")
     if "time_ratio" in mujoco:
         lines += ["", f"Median time ratio, this trainer / SB3: **{mujoco['time_ratio']:.2f}**."]
+    if mujoco.get("sb3"):
+        ours, sb3 = (sum(run["curve"][-1][2] for run in runs) / len(runs) for runs in (mujoco["ours"], mujoco["sb3"]))
+        lines += ["", (f"Mean return at the end: this trainer {ours:,.0f}, SB3 {sb3:,.0f}; "
+                       f"ratio **{ours / sb3:.2f}**.")]
     return [*lines, ""]

@@ -223,3 +223,5 @@ def test_the_mujoco_table_reads_each_curve_at_its_marks_and_its_end():
     assert "| SB3 PPO | 0 | 1,500 | 5,601 | **5,601** | 999,999 | 870 |" in lines  # 500k: its first point past it
     assert at_steps(sb3["curve"], 1_000_000) is None
     assert "Median time ratio, this trainer / SB3: **0.35**." in lines
+    # the ends' means: 4,950.2 against 5,600.7
+    assert "Mean return at the end: this trainer 4,950, SB3 5,601; ratio **0.88**." in lines
