@@ -123,13 +123,14 @@ def test_a_rollout_joins_the_observation_statistics_before_its_passes():
     with torch.no_grad():
         acted = learner.distribution.log_prob(net(states)[0], actions)
         log_ratios = learner.distribution.log_prob(merged(states)[0], actions) - acted
+    shift_kl = float((log_ratios.exp() - 1 - log_ratios).mean())  # approx_kl's estimator, by hand
     rollout = TransitionBatch(states=states.numpy(), actions=actions.numpy(), rewards=np.ones(8, np.float32),
                               dones=np.zeros(8, bool), steps=np.ones(8, np.int64), last_values=np.zeros(8, np.float32),
                               policy_versions=np.zeros(8, np.int64), log_probs=acted.numpy(),
                               env_ids=np.array([0, 1] * 4), ends=np.zeros(8, bool))
     [first] = learner.consume(Transitions(0, rollout), 0)
-    assert float((log_ratios.exp() - 1 - log_ratios).mean()) > 1e-3  # the shift moves this policy
-    assert first.approx_kl == pytest.approx(float((log_ratios.exp() - 1 - log_ratios).mean()), rel=1e-4)
+    assert shift_kl > 1e-3  # the shift moves this policy
+    assert first.approx_kl == pytest.approx(shift_kl, rel=1e-4)
     assert net.normalizer.mean.tolist() == pytest.approx(states.mean(0).tolist(), rel=1e-4)
 
 
