@@ -32,7 +32,8 @@ def at_steps(curve: list, steps: int) -> float | None:
 
 def mujoco_section(mujoco: dict) -> list[str]:
     """The table of docs/mujoco_benchmark.md: each seed's mean-100 at ``MARKS`` and its wall
-    seconds, for both trainers, and the ratio of their median times."""
+    seconds, for both trainers; the ratio of their median times and of their mean returns at
+    the end."""
     marks = [f"{steps // 1000:,}k" for steps in MARKS]
     lines = [(f"### {HALFCHEETAH}, {ZOO_HALFCHEETAH_PPO_STEPS:,} steps: `{' '.join(OURS_ARGS)}` against "
               "SB3 PPO with the RL zoo's HalfCheetah values (mean-100 return of the training episodes; "
