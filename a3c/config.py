@@ -38,7 +38,7 @@ STOP_KEYS = ("frames", "transitions", "episodes", "episode_reward_mean", "episod
 """Result keys a ``stop`` criterion may name: the run's own, known before it starts."""
 
 ATARI_STOP_REWARDS = {"Pong": 18.0}
-BACKENDS = ("mp", "ray")
+BACKENDS = ("mp", "ray", "serial")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,9 @@ class RunSettings:
     max_worker_restarts: int = option("dead workers replaced over the run before it stops", 3,
                                       at_least=0)
     backend: str = option("mp: workers are processes on this machine; ray: Ray actors on any "
-                          "node of a Ray cluster (the `ray` extra)", "mp", choices=BACKENDS)
+                          "node of a Ray cluster (the `ray` extra); serial: every worker's envs "
+                          "stepped in turn in this process, for debugging (breakpoints in an env "
+                          "stop; a seed gives the same run)", "mp", choices=BACKENDS)
     ray_address: str | None = option("--backend ray: HOST:PORT of a running Ray cluster (default: a "
                                      "local Ray, started and stopped with the run)", None)
     ray_actor_resource: str | None = option(

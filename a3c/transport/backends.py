@@ -22,6 +22,10 @@ def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.M
         from a3c.transport.ray_pool import RayWorkerPool
 
         return RayWorkerPool(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
+    if config.backend == "serial":
+        from a3c.transport.serial_pool import SerialPool
+
+        return SerialPool(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
     from a3c.transport.process_pool import ProcessPool
 
     return ProcessPool(algorithm, config, env_info, net, version_counter, base_seed, callbacks)

@@ -1,7 +1,8 @@
 """The worker pool: the one interface between the trainer and where the children run.
 
-Two backends implement it with the same constructor and calls: processes on this machine
-(``a3c.transport.process_pool``) and Ray actors on a cluster (``a3c.transport.ray_pool``);
+Three backends implement it with the same constructor and calls: processes on this machine
+(``a3c.transport.process_pool``), Ray actors on a cluster (``a3c.transport.ray_pool``) and
+the workers stepped in turn in the learner's process (``a3c.transport.serial_pool``);
 ``a3c.transport.backends.make_pool`` chooses once, from ``--backend``. The trainer sees:
 
 - ``start``; ``get`` (the next message, never blocking for long, WorkerDied when a child is
