@@ -1,6 +1,6 @@
 """The payload seam: an algorithm defined here declares two columns of its own (a large one and
 a small one), its sender fills them in the worker, and the learner reads them back intact
-on the process backend (here) and on Ray (tests/ray_scenarios.py imports this algorithm);
+on the process and serial backends (here) and on Ray (tests/ray_scenarios.py imports this algorithm);
 nothing in the channel, worker, pools or trainer names them."""
 from __future__ import annotations
 
@@ -81,7 +81,8 @@ def stamped_run(logdir: Path, frames: int, **settings) -> dict:
 
 
 @pytest.mark.timeout(120)
-def test_declared_columns_reach_the_learner_intact_through_the_slots(tmp_path):
-    seen = stamped_run(tmp_path, 1000)
+@pytest.mark.parametrize("backend", ["mp", "serial"])
+def test_declared_columns_reach_the_learner_intact(tmp_path, backend):
+    seen = stamped_run(tmp_path, 1000, backend=backend)
     assert seen["rows_wrong"] == 0 and seen["rows_checked"] == seen["transitions"] >= 1000, seen
     assert seen["workers_seen"] == [0, 1], seen
