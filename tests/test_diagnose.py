@@ -10,7 +10,7 @@ from benchmarks.diagnose import main
 
 @pytest.mark.timeout(120)
 def test_a_runs_diagnostics_and_its_checkpoints_activity_are_reported(tmp_path, capsys):
-    with Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9) as trainer:
+    with Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9, backend="serial") as trainer:
         while trainer.train(frames=5_000)["policy_version"] <= 100:  # a sampled step at 0 and at 100
             pass
         run_dir = trainer.save().parent

@@ -129,8 +129,9 @@ def test_a_row_of_a_many_dimensional_action_counts_as_one_step_and_a_joint_row_a
 def test_box_actions_and_running_statistics_train_save_and_act(tmp_path, algo):
     """Box actions through save, restore and compute_action; the learner keeps the net's
     observation statistics (lib.normalize) and the checkpoint carries them into the policy."""
+    # serial: the subject is the algorithm (test_mujoco_envs_run_with_the_box_preset crosses processes)
     with Trainer(env="Pendulum-v1", algo=algo, normalize_observations=True, scale_rewards=True,
-                 logdir=str(tmp_path), processes=2, envs_per_process=4) as trainer:
+                 logdir=str(tmp_path), processes=2, envs_per_process=4, backend="serial") as trainer:
         result = trainer.train(frames=3000)
         assert result["frames"] >= 3000 and result["policy_version"] > 0
         normalizer = trainer.net.normalizer

@@ -201,8 +201,9 @@ def test_target_net_is_copied_every_target_sync_steps_or_follows_by_polyak():
 
 
 def test_dqn_learns_cartpole_end_to_end_and_logs_its_terms(tmp_path):
+    # serial: the subject is the algorithm (the restore test below runs DQN on processes)
     with Trainer(env="CartPole-v1", algo="dqn", logdir=str(tmp_path), stop_reward=100.0,
-                 max_seconds=120, report_interval=0.5) as trainer:
+                 max_seconds=120, report_interval=0.5, backend="serial") as trainer:
         q_values = []  # an iteration without a learner step reports None; the last one may
         while not (result := trainer.train())["done"]:
             q_values.append(result["q_values"])

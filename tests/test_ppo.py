@@ -211,8 +211,9 @@ def test_ppo_settings_are_checked_in_one_line():
 
 
 def test_ppo_solves_cartpole_and_its_checkpoint_restores_acts_and_plays(tmp_path):
+    # serial: the subject is the algorithm (tests/test_distributions.py runs PPO on processes)
     with Trainer(env="CartPole-v1", algo="ppo", logdir=str(tmp_path), max_seconds=120,
-                 report_interval=0.5) as trainer:
+                 report_interval=0.5, backend="serial") as trainer:
         while not (result := trainer.train())["done"]:
             pass
         path = trainer.save()

@@ -124,7 +124,9 @@ def test_lstm_is_refused_in_one_line_where_it_cannot_run():
 
 def test_ppo_with_lstm_solves_the_memory_task_and_plays_and_acts_with_its_state(tmp_path):
     """Only a policy that remembers the cue scores above 0 on average (lib.memory_task)."""
-    with Trainer(env=ENV_ID, algo="ppo", lstm=True, logdir=str(tmp_path), max_seconds=120, seed=1) as trainer:
+    # serial: the subject is the algorithm (the A3C test below runs the LSTM on processes)
+    with Trainer(env=ENV_ID, algo="ppo", lstm=True, logdir=str(tmp_path), max_seconds=120, seed=1,
+                 backend="serial") as trainer:
         while not (result := trainer.train())["done"]:
             pass
         assert result["reason"] == "solved", result

@@ -124,7 +124,7 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
 
     monkeypatch.setattr(a3c.lifecycle.loop, "policy_locked", locked_once)
     with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
-                 stop_reward=1e9) as trainer:
+                 stop_reward=1e9, backend="serial") as trainer:  # the loop's rule, not the transport
         while len(calls) < 2:
             result = trainer.train(seconds=0.5)
     entropy, n_actions, mean, best, worst, goal, spread = calls[0]
@@ -139,7 +139,7 @@ def test_the_trainer_rolls_back_a_locked_policy_and_says_so(tmp_path, monkeypatc
 def test_the_switch_decides_whether_a_locked_policy_is_rolled_back(tmp_path, monkeypatch, switch):
     monkeypatch.setattr(a3c.lifecycle.loop, "policy_locked", lambda *figures: True)
     with Trainer(env="tests.toy_envs:Counting-v0", logdir=str(tmp_path), report_interval=0.2,
-                 stop_reward=1e9, collapse_rollback=switch) as trainer:
+                 stop_reward=1e9, collapse_rollback=switch, backend="serial") as trainer:
         # first a full window of 100 episodes and a best state to go back to
         while (result := trainer.train(seconds=0.5))["episode_reward_best"] is None:
             pass

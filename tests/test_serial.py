@@ -37,17 +37,12 @@ def test_a_seed_gives_the_same_weights_and_counters_every_time(tmp_path, mode):
     assert not all(torch.equal(first[name], other[name]) for name in first)
 
 
-@pytest.mark.parametrize("settings", [
-    {"env": "CartPole-v1", "algo": "ppo", "stop_reward": 150},
-    {"env": "CartPole-v1", "algo": "dqn", "stop_reward": 60},
-    {"env": "TwoStepGame", "algo": "mappo"},
-], ids=["ppo", "dqn", "mappo"])
-def test_each_algorithms_workers_feed_its_learner_until_the_goal(tmp_path, settings):
-    with Trainer(backend="serial", logdir=str(tmp_path), **settings) as trainer:
+def test_a_multi_agent_algorithms_joint_rows_reach_its_learner_until_the_goal(tmp_path):
+    # PPO, DQN, Box actions and the LSTM run on this backend in their own tests
+    with Trainer(env="TwoStepGame", algo="mappo", backend="serial", seed=0, logdir=str(tmp_path)) as trainer:
         while not (result := trainer.train(seconds=60))["done"]:
             pass
-    assert result["reason"] == "solved"
-    assert result["episode_reward_mean"] >= trainer.config.stop_reward
+    assert result["reason"] == "solved" and result["episode_reward_mean"] >= trainer.config.stop_reward
     assert multiprocessing.active_children() == []  # no worker was a process
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import pickle
 import time
 import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
-import numpy as np
 
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     from a3c.algos.base import Algorithm, Sender
     from a3c.config import Config
     from lib.envs import EnvInfo
+
+
+def crossed(message: Any) -> Any:
+    """``message`` pickled and read back, as it would cross a child's queue: a copy, and an
+    error here for what a process could not send (a callback's custom metric, say)."""
+    return pickle.loads(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class SerialPool(WorkerPool):
@@ -71,11 +77,12 @@ class SerialPool(WorkerPool):
         self._actors[worker_id], self._senders[worker_id] = actor, sender
 
     def _hand_over(self, worker_id: int, item: Any) -> bool:
-        """A sender's outbox: encode and check ``item`` as the payload declares, as a child's
-        channel does, and keep the learner's copy (the actor reuses its arrays)."""
+        """A sender's outbox: encode and check ``item`` as the payload declares and pickle it,
+        as a child's channel does, so that what would fail on processes fails here too; the
+        learner decodes its own copy (the actor reuses its arrays)."""
         columns, meta = self._payload.encode(item)
-        copied = {name: np.array(array) for name, array in self._payload.checked(columns).items()}
-        self._ready.append(self._payload.decode(worker_id, copied, meta))
+        columns, meta = crossed((dict(self._payload.checked(columns)), meta))
+        self._ready.append(self._payload.decode(worker_id, columns, meta))
         return True
 
     def get(self, timeout: float = 1.0) -> Any | None:
@@ -97,11 +104,11 @@ class SerialPool(WorkerPool):
             step = actor.step()
             if step.batch is not None:
                 sender.send(step.batch)
+            self._ready.extend(crossed(EpisodeEnded(worker_id, episode)) for episode in step.episodes)
         except CallbackError as error:
             raise WorkerDied(worker_id, None, str(error), fatal=True) from error
         except Exception as error:  # any failure is reported, as a child reports its crash
             raise WorkerDied(worker_id, None, traceback.format_exc()) from error
-        self._ready.extend(EpisodeEnded(worker_id, episode) for episode in step.episodes)
 
     def restart(self, worker_id: int) -> None:
         """A fresh worker in the dead one's place: new envs, the next seed of its stream. What
