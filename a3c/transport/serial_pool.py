@@ -1,11 +1,11 @@
 """The serial backend of the worker pool: every worker's envs stepped in turn in the learner's
 own process and thread, with the same acting code and algorithm sender as a child process.
 
-Nothing runs beside the learner, so a run is slower than on processes, but an env or a
-callback that raises does so in this process, where ``breakpoint()`` or ``python -m pdb``
-stops at it, and a seed gives the same run every time: workers take turns in a fixed order
-and the learner reads each message as soon as it is made. (RLlib's local worker and Sample
-Factory's serial mode serve the same two purposes.)
+Acting and learning take turns instead of running side by side, so it is for debugging and
+tests rather than speed: a ``breakpoint()`` in an env or a worker-side callback stops there,
+with this terminal's stdin, and a seed gives the same run every time, since the workers take
+turns in a fixed order and the learner reads each message as soon as it is made. (RLlib's
+local worker and Sample Factory's serial mode serve the same two purposes.)
 """
 from __future__ import annotations
 
