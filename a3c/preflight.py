@@ -9,6 +9,8 @@ import importlib.util
 import math
 import os
 
+from gymnasium.error import DependencyNotInstalled
+
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
 from a3c.settings import ConfigError
@@ -27,6 +29,9 @@ def preflight(config: Config) -> EnvInfo:
                                 get_algorithm(config.algo).central_critic)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
+    except (DependencyNotInstalled, ImportError) as exc:  # Box2D's or MuJoCo's envs without their package
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{config.env_id} needs what is not installed: {first_line}") from exc
     except Exception as exc:  # a user's env or settings may fail any way; one line says how
         if not (users or config.env_config):
             raise

@@ -26,6 +26,7 @@ from lib.envs import describe_env
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
     (["-n", "x", "--env", "NoSuchEnv-v9"], "unknown env id"),
+    (["-n", "x", "--env", "tests.toy_envs:MissingDependency-v0"], 'needs what is not installed: toybox is not installed, run `pip install "toybox"`'),
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "dqn"], "--algo dqn takes Discrete actions"),
     (["-n", "x", "--env", "MountainCarContinuous-v0", "--algo", "dqn"], "MountainCarContinuous-v0's are a Box"),
     (["-n", "x", "--env", "tests.toy_envs:MultiDiscrete-v0", "--algo", "dqn"], "'s are MultiDiscrete"),

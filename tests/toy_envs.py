@@ -104,6 +104,16 @@ class CrashingEnv(CountingEnv):
 gym.register("Crashing-v0", entry_point=CrashingEnv)
 
 
+class MissingDependencyEnv(CountingEnv):
+    """Needs a package this machine lacks, as Box2D's envs do without Box2D."""
+
+    def __init__(self):
+        raise gym.error.DependencyNotInstalled('toybox is not installed, run `pip install "toybox"`')
+
+
+gym.register("MissingDependency-v0", entry_point=MissingDependencyEnv)
+
+
 class SlowCloseEnv(CountingEnv):
     """Takes 30 s to close in a child (the learner's start-up check closes one at once), so
     that a shutdown is still running when a second Ctrl-C comes."""
