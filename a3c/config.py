@@ -71,7 +71,7 @@ class RunSettings:
     random_frames: int = option("uniformly random actions for the run's first N frames, then the "
                                 "algorithm's own (every algorithm; each worker counts its share)", 0,
                                 at_least=0)
-    seed: int = option("seed of the whole run", 0)
+    seed: int = option("seed of the whole run", 0, at_least=0, at_most=2**32 - 1)  # numpy's range
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     cuda: bool = option("train on the GPU", False)
     bf16: bool | None = option(
@@ -339,6 +339,11 @@ def _check_types(values: dict[str, Any]) -> None:
             raise ConfigError(f"{flag(setting)} must be {kind.__name__}, got {value!r}")
 
 
+def _bound(value: float) -> str:
+    """A bound as an error message writes it: an int whole, a float in its shortest form."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
 def validate(config: Config, family: EnvFamily) -> None:
     """Raise ConfigError for the first setting that cannot work: each field's bounds and
     choices, then the checks that span settings (the algorithm's among them)."""
@@ -350,14 +355,14 @@ def validate(config: Config, family: EnvFamily) -> None:
         if meta["choices"] and value not in meta["choices"]:
             raise ConfigError(f"{name} must be one of {', '.join(map(str, meta['choices']))}, got {value!r}")
         if meta["at_least"] is not None and value < meta["at_least"]:
-            raise ConfigError(f"{name} must be >= {meta['at_least']:g}, got {value}")
+            raise ConfigError(f"{name} must be >= {_bound(meta['at_least'])}, got {value}")
         if meta["above"] is not None and meta["at_most"] is not None and not (
                 meta["above"] < value <= meta["at_most"]):
-            raise ConfigError(f"{name} must be in ({meta['above']:g}, {meta['at_most']:g}], got {value}")
+            raise ConfigError(f"{name} must be in ({_bound(meta['above'])}, {_bound(meta['at_most'])}], got {value}")
         if meta["above"] is not None and value <= meta["above"]:
-            raise ConfigError(f"{name} must be > {meta['above']:g}, got {value}")
+            raise ConfigError(f"{name} must be > {_bound(meta['above'])}, got {value}")
         if meta["at_most"] is not None and value > meta["at_most"]:
-            raise ConfigError(f"{name} must be <= {meta['at_most']:g}, got {value}")
+            raise ConfigError(f"{name} must be <= {_bound(meta['at_most'])}, got {value}")
     if config.name.strip() == "":
         raise ConfigError("--name must not be empty")
     if config.backend != "ray":

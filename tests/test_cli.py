@@ -41,6 +41,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--lr", "-1e-3"], "--lr"),
     (["-n", "x", "--env", "CartPole-v1", "--clip-grad", "0"], "--clip-grad"),
     (["-n", "x", "--env", "CartPole-v1", "--max-frames", "0"], "--max-frames"),
+    (["-n", "x", "--env", "CartPole-v1", "--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["-n", "x", "--env", "CartPole-v1", "--seed", str(2**32)], "--seed must be <= 4294967295, got 4294967296"),
     (["-n", "x", "--env", "CartPole-v1", "--max-worker-restarts", "-1"], "--max-worker-restarts"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "both"], "--mode"),
     (["-n", "x", "--env", "CartPole-v1", "--grad-batch", "0"], "--grad-batch"),
