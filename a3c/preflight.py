@@ -1,8 +1,8 @@
 """Pre-flight: what the machine must give a run, asked once, before any worker starts: the
 env's spaces (one env is made), gymnasium's env checker on a user's own env, the
-algorithm's needs (a replay buffer's memory), CUDA, a writable ``--logdir``, and Ray with
-an address that answers. Each failure is one ConfigError line, so the CLI exits 2 before
-anything starts."""
+algorithm's needs (a replay buffer's memory), memory for the children, CUDA, a writable
+``--logdir``, and Ray with an address that answers. Each failure is one ConfigError line,
+so the CLI exits 2 before anything starts."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,6 +16,34 @@ from a3c.config import Config
 from a3c.settings import ConfigError
 from lib.envs import EnvError, EnvInfo, describe_env, make_env, registered_by_user
 from lib.policies import PolicyMappingError, parse_policy_mapping
+
+CHILD_MEMORY_FLOOR = 128 * 2**20
+"""Less private memory than any child process was measured to take (its torch, its envs;
+docs/performance.md, "Memory"): more children than fit at this much cannot all start."""
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel can give without swapping (MemAvailable); None where it does not say."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_children_fit(config: Config) -> None:
+    """ConfigError where ``--processes`` children could not all start in the memory free now,
+    instead of the kernel's out-of-memory killer picking processes, other runs' among them."""
+    available = available_memory()
+    if config.backend != "mp" or available is None:
+        return
+    if config.processes * CHILD_MEMORY_FLOOR > available:
+        raise ConfigError(f"--processes {config.processes}: each child process takes at least "
+                          f"{CHILD_MEMORY_FLOOR >> 20} MiB and {available / 2**30:.1f} GiB are free, "
+                          f"room for {available // CHILD_MEMORY_FLOOR} children")
 
 
 def preflight(config: Config) -> EnvInfo:
@@ -59,6 +87,7 @@ def preflight(config: Config) -> EnvInfo:
 
         if not torch.cuda.is_available():
             raise ConfigError("--cuda given but CUDA is not available on this machine")
+    check_children_fit(config)
     if not is_writable_dir(config.logdir):
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
     if config.backend == "ray":

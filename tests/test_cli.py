@@ -32,6 +32,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "tests.toy_envs:MultiDiscrete-v0", "--algo", "dqn"], "'s are MultiDiscrete"),
     (["-n", "x", "--env", "tests.toy_envs:Image-v0"], "observations have shape (8, 8)"),
     (["-n", "x", "--env", "CartPole-v1", "--processes", "0"], "--processes"),
+    (["-n", "x", "--env", "CartPole-v1", "--processes", "1000000"], "each child process takes at least 128 MiB"),
     (["-n", "x", "--env", "CartPole-v1", "--envs-per-process", "0"], "--envs-per-process"),
     (["-n", "x", "--env", "CartPole-v1", "--batch-size", "0"], "--batch-size"),
     (["-n", "x", "--env", "CartPole-v1", "--reward-steps", "0"], "--reward-steps"),
