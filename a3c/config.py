@@ -365,6 +365,8 @@ def validate(config: Config, family: EnvFamily) -> None:
             raise ConfigError(f"{name} must be <= {_bound(meta['at_most'])}, got {value}")
     if config.name.strip() == "":
         raise ConfigError("--name must not be empty")
+    if "/" in config.name or "\0" in config.name:
+        raise ConfigError(f"--name {config.name!r} begins a folder's name under --logdir: no '/' in it")
     if config.backend != "ray":
         for name in ("ray_address", "ray_actor_resource"):
             if getattr(config, name) is not None:

@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.seeds < 1:
             raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
         grid = parse_grid(args.grid)
-        trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo), "logdir": str(folder),
+        trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo).replace("/", "-"), "logdir": str(folder),
                    "max_seconds": args.max_seconds, "max_frames": args.max_frames, "stop": dict(args.stop) or None,
                    "callbacks": args.callbacks}
                   for combo in combinations(grid) for seed in range(args.seeds)]

@@ -25,6 +25,7 @@ from lib.envs import describe_env
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
+    (["-n", "../../x", "--env", "CartPole-v1"], "--name '../../x' begins a folder's name under --logdir"),
     (["-n", "x", "--env", "NoSuchEnv-v9"], "unknown env id"),
     (["-n", "x", "--env", "tests.toy_envs:MissingDependency-v0"], 'needs what is not installed: toybox is not installed, run `pip install "toybox"`'),
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "dqn"], "--algo dqn takes Discrete actions"),
