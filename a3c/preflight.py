@@ -13,25 +13,13 @@ from gymnasium.error import DependencyNotInstalled
 
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
-from a3c.settings import ConfigError
+from a3c.settings import ConfigError, available_memory
 from lib.envs import EnvError, EnvInfo, describe_env, make_env, registered_by_user
 from lib.policies import PolicyMappingError, parse_policy_mapping
 
 CHILD_MEMORY_FLOOR = 128 * 2**20
 """Less private memory than any child process was measured to take (its torch, its envs;
 docs/performance.md, "Memory"): more children than fit at this much cannot all start."""
-
-
-def available_memory() -> int | None:
-    """Bytes the kernel can give without swapping (MemAvailable); None where it does not say."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def check_children_fit(config: Config) -> None:

@@ -43,6 +43,30 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def available_memory() -> int | None:
+    """Bytes the kernel can give without swapping (MemAvailable); None where it does not say."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def shared_memory_free() -> int | None:
+    """Bytes that shared tensors can still take: the free space of /dev/shm, where they live,
+    and no more than the memory available; None where neither says."""
+    try:
+        stat = os.statvfs("/dev/shm")
+        shm = stat.f_bavail * stat.f_frsize
+    except OSError:
+        shm = None
+    known = [value for value in (shm, available_memory()) if value is not None]
+    return min(known) if known else None
+
+
 CPU_BF16 = bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
 """The CPU has bfloat16 instructions (AVX512-BF16 or AMX): there bfloat16 autocast runs the
 Atari net's passes faster (docs/performance.md, "bfloat16")."""

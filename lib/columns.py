@@ -31,6 +31,10 @@ class Column:
     shape: tuple[int, ...] = ()
     large: bool = False
 
+    @property
+    def row_bytes(self) -> int:
+        return np.dtype(self.dtype).itemsize * int(np.prod(self.shape, dtype=np.int64))
+
     def check(self, array: np.ndarray) -> None:
         """PayloadError unless ``array`` holds rows of this column."""
         if array.dtype != np.dtype(self.dtype) or array.shape[1:] != self.shape:

@@ -10,9 +10,12 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+import a3c.cli
 from a3c.algos.payloads import Gradients, Transitions
+from a3c.transport.channel import slots_bytes
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied
+from lib.columns import Column, Payload
 from lib.envs import describe_env
 from lib.experience import EpisodeResult
 from lib.models import build_net
@@ -198,3 +201,19 @@ def settled(read, still_for: float = 0.3, timeout: float = 10.0) -> float:
             return value
         value = again
     raise AssertionError(f"{read} kept changing for {timeout} s")
+
+
+def test_slots_beyond_the_free_shared_memory_are_one_line_and_exit_2_before_any_child(tmp_path, capsys):
+    # 2e9 rows in flight over 32 envs: 62.5M slots of 128 CartPole rows, 16 bytes a row, 128 GB
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "big", "--env", "CartPole-v1", "--batch-size", str(10**9), "--logdir", str(tmp_path)])
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err.strip().splitlines()
+    assert len(stderr) == 1 and "the children's shared-memory slots need 119.2 GiB" in stderr[0], stderr
+    assert mp.active_children() == []
+
+
+def test_the_slots_bytes_are_rows_times_the_large_columns_bytes():
+    payload = Payload([Column("frames", "uint8", (4, 84, 84), large=True), Column("small", "float64"),
+                       Column("values", "float32", (3,), large=True)], max_rows=320)
+    assert slots_bytes(payload, 8) == 8 * 320 * (4 * 84 * 84 + 3 * 4)

@@ -30,6 +30,11 @@ from lib.columns import Payload
 POLL_SECONDS = 0.1
 
 
+def slots_bytes(payload: Payload, slots: int) -> int:
+    """The shared memory ``allocate_slots`` takes for one child."""
+    return slots * payload.max_rows * sum(column.row_bytes for column in payload.large)
+
+
 def allocate_slots(payload: Payload, slots: int) -> dict[str, torch.Tensor]:
     """Shared memory for one child: ``slots`` x ``payload.max_rows`` rows of each large column."""
     return {column.name: torch.zeros((slots, payload.max_rows, *column.shape),

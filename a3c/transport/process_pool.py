@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.multiprocessing as mp
 
-from a3c.transport.channel import ChildChannel, allocate_slots
+from a3c.settings import ConfigError, shared_memory_free
+from a3c.transport.channel import ChildChannel, allocate_slots, slots_bytes
 from a3c.transport.messages import SlotRows, WorkerCrashed
 from a3c.transport.pool import (
     WorkerDied,
@@ -64,6 +65,15 @@ def _main_script_left_out() -> Iterator[None]:
         main.__file__ = path
 
 
+def check_slots_fit(needed: int) -> None:
+    """ConfigError, before any child or slot exists, where the children's slots would not fit
+    in the shared memory free now (a queue of millions of messages, say)."""
+    free = shared_memory_free()
+    if free is not None and needed > free:
+        raise ConfigError(f"the children's shared-memory slots need {needed / 2**30:.1f} GiB and "
+                          f"{free / 2**30:.1f} GiB are free: lower --batch-size or --queue-size")
+
+
 class ProcessPool(WorkerPool):
     """Spawned children running ``worker_main``, each with its own queue and slots."""
 
@@ -81,6 +91,7 @@ class ProcessPool(WorkerPool):
         self._salvaged: collections.deque = collections.deque()
         self.stop_event = self._context.Event()
         self._slot_count = messages_per_worker(algorithm, config)
+        check_slots_fit(processes * slots_bytes(self._payload, self._slot_count))
         self._slots = [allocate_slots(self._payload, self._slot_count) for _ in range(processes)]
         self._wait_seconds = [torch.zeros((), dtype=torch.float64).share_memory_()
                               for _ in range(processes)]
