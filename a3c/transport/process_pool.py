@@ -71,7 +71,7 @@ def check_slots_fit(needed: int) -> None:
     free = shared_memory_free()
     if free is not None and needed > free:
         raise ConfigError(f"the children's shared-memory slots need {needed / 2**30:.1f} GiB and "
-                          f"{free / 2**30:.1f} GiB are free: lower --batch-size or --queue-size")
+                          f"{free / 2**30:.1f} GiB are free in /dev/shm and memory: lower --batch-size or --queue-size")
 
 
 class ProcessPool(WorkerPool):
