@@ -65,6 +65,12 @@ class Payload:
     def decode(self, worker_id: int, columns: dict[str, np.ndarray], meta: Any) -> Any:
         raise NotImplementedError
 
+    def encode_checked(self, item: Any) -> tuple[dict[str, np.ndarray], Any]:
+        """``encode`` then ``checked``: what every transport sends of a sender's item."""
+        columns, meta = self.encode(item)
+        self.checked(columns)
+        return columns, meta
+
     def checked(self, columns: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         """``columns`` when they are exactly the declared ones, each of its declared rows and of
         one length, at most ``max_rows``; PayloadError otherwise."""

@@ -117,8 +117,7 @@ class ChildChannel:
         """Encode ``item`` as the payload declares, write its large columns into the next slot
         and send the rest; False if stopped or orphaned. PayloadError for columns that do not
         match the declaration."""
-        columns, meta = self.payload.encode(item)
-        self.payload.checked(columns)
+        columns, meta = self.payload.encode_checked(item)
         large = self.large_names
         slot = self._fill_slot({name: array for name, array in columns.items() if name in large})
         if slot is None:

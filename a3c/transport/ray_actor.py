@@ -105,8 +105,7 @@ class RolloutActor:
 
     def _hand_over(self, item: Any) -> bool:
         """The sender's outbox: encode and check ``item`` as the payload declares, keep it for the block."""
-        columns, meta = self.payload.encode(item)
-        self._items.append((dict(self.payload.checked(columns)), meta))
+        self._items.append(self.payload.encode_checked(item))
         return True
 
     def _block_items(self) -> list[tuple[dict[str, np.ndarray], Any]]:

@@ -80,8 +80,7 @@ class SerialPool(WorkerPool):
         """A sender's outbox: encode and check ``item`` as the payload declares and pickle it,
         as a child's channel does, so that what would fail on processes fails here too; the
         learner decodes its own copy (the actor reuses its arrays)."""
-        columns, meta = self._payload.encode(item)
-        columns, meta = crossed((dict(self._payload.checked(columns)), meta))
+        columns, meta = crossed(self._payload.encode_checked(item))
         self._ready.append(self._payload.decode(worker_id, columns, meta))
         return True
 
