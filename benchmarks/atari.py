@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks.solve import train_to_goal
+from benchmarks.steal import BUSY_WARNING
 from lib.envs import ATARI_FRAME_SKIP
 
 GAMES = ("Breakout", "BeamRider", "Qbert", "Seaquest", "SpaceInvaders")
@@ -200,6 +201,8 @@ def atari_report(runs: list[dict]) -> str:
         source = run["provenance"]
         lines.append(f"- {run['game']}, {_label(run)}, seed {run['seed']}: `{source['command']}` on "
                      f"{source['date']}, {source['cpu']} ({source['cores']} cores), commit {source['commit']}"
+                     + (f", other processes keeping {source['busy_before']:.0%} of the cores busy at launch"
+                        if (source.get("busy_before") or 0.0) >= BUSY_WARNING else "")
                      + (f", trainer flags `{' '.join(run['extra_args'])}`" if run.get("extra_args") else ""))
     lines += ["", (f"Frames are env frames (agent steps x {ATARI_FRAME_SKIP}). Minutes are wall minutes from "
               "launch and depend on what else the cores ran.")]

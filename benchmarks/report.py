@@ -260,6 +260,8 @@ def _header(title: str, results: dict) -> list[str]:
         (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
          f"{machine['platform']}."), "",
         f"Versions: {versions}.", "",
+        *([f"Other processes' share of the cores before the run: {machine['busy_before']:.0%}.", ""]
+          if machine.get("busy_before") is not None else []),
     ]
 
 

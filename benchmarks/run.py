@@ -60,7 +60,7 @@ from benchmarks.report import (
     solve_report,
 )
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
-from benchmarks.steal import StealMeter
+from benchmarks.steal import BUSY_WARNING, StealMeter, busy_before
 from benchmarks.window import ROOT, run_trainer_window
 from lib.envs import ATARI_FRAME_SKIP
 
@@ -246,9 +246,13 @@ def machine() -> dict:
         versions["stable_baselines3"] = stable_baselines3.__version__
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
+    busy = busy_before()
+    if busy is not None and busy >= BUSY_WARNING:
+        print(f"warning: other processes kept {busy:.0%} of the cores busy before this run; its seconds "
+              "are not a quiet machine's", flush=True)
     return {"cpu": cpu, "cores": psutil.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
             "platform": platform.platform(), "versions": versions, "date": datetime.date.today().isoformat(),
-            "commit": commit()}
+            "commit": commit(), "busy_before": busy}
 
 
 def commit() -> str:
@@ -493,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         peer_games = [game for game in args.atari_peer_games.split(",") if game] if with_sb3 else []
         provenance = {"command": results["command"], "date": results["machine"]["date"],
                       "cpu": results["machine"]["cpu"], "cores": results["machine"]["cores"],
-                      "commit": results["machine"]["commit"]}
+                      "commit": results["machine"]["commit"], "busy_before": results["machine"]["busy_before"]}
         new = atari_games(games, args.atari_algos.split(","), peer_games, args.atari_frames, 0,
                           out / "atari-runs", provenance, tuple(shlex.split(args.trainer_args)), args.atari_sticky,
                           args.atari_peer)
