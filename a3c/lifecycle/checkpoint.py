@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,10 @@ from typing import Any
 import torch
 
 CHECKPOINT_FORMAT = "a3c-checkpoint/1"
+ZIP_MAGIC = b"PK\x03\x04"
+"""How every file ``torch.save`` writes begins."""
+WEIGHTS_ONLY_REFUSAL = "WeightsUnpickler error:"
+"""Where torch's refusal of a file ``weights_only`` cannot read names what it met."""
 
 
 class CheckpointError(ValueError):
@@ -41,17 +46,39 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
         raise
 
 
+def _unreadable_because(path: Path, error: BaseException) -> str:
+    """What is wrong with a file ``torch.load`` refused, in a few words: torch's own messages
+    put their advice first (weights-only) or say only "Invalid argument" (a cut zip)."""
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(len(ZIP_MAGIC))
+    except OSError as unopened:
+        return unopened.strerror or type(unopened).__name__
+    text = str(error).strip()
+    if not head:
+        return "the file is empty"
+    if WEIGHTS_ONLY_REFUSAL in text:
+        lines = text.split(WEIGHTS_ONLY_REFUSAL, 1)[1].splitlines()
+        met = next((line.strip().split(". ")[0] for line in lines if line.strip()), type(error).__name__)
+        return f"not a file torch.save wrote from tensors alone: {met}"
+    if head == ZIP_MAGIC and not zipfile.is_zipfile(path):
+        return "a zip archive cut short or damaged, as a copy or download that stopped leaves it"
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Read and check a checkpoint; CheckpointError with a one-line reason otherwise."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch warns about a foreign pickle before refusing it
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, OSError,
             ValueError, AttributeError, TypeError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{str(path)!r} is not a readable checkpoint ({reason[:120]})") from exc
+        reason = _unreadable_because(path, exc)
+        raise CheckpointError(f"{str(path)!r} is not a readable checkpoint ({reason[:160]})") from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a checkpoint of this project")
     if "policy_version" not in state:  # written before the policy version had a key of its own
