@@ -104,3 +104,18 @@ def test_a_checkpoint_from_before_the_policy_version_key_reads_its_step_count(tm
     save_checkpoint(path, {"counters": {"frames": 800, "optimizer_steps": 12}})
     state = load_checkpoint(path)
     assert state["policy_version"] == 12 and state["counters"] == {"frames": 800}
+
+
+def test_a_layer_either_side_lacks_is_named_with_none_on_that_side():
+    from a3c.lifecycle.checkpoint import check_matches
+
+    run_net = torch.nn.Sequential(torch.nn.Linear(4, 8))
+    wider = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2))  # one layer more
+    state = {"config": {"env_id": "CartPole-v1", "algo": "a3c"}, "model": wider.state_dict()}
+    with pytest.raises(CheckpointError, match=r"differs at 1.weight: checkpoint \(2, 8\), this run none$"):
+        check_matches(state, "CartPole-v1", "a3c", run_net)
+    state["model"] = {}
+    with pytest.raises(CheckpointError, match=r"differs at 0.weight: checkpoint none, this run \(8, 4\)$"):
+        check_matches(state, "CartPole-v1", "a3c", run_net)
+    state["model"] = run_net.state_dict()
+    check_matches(state, "CartPole-v1", "a3c", run_net)  # the same net passes

@@ -97,14 +97,13 @@ def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.M
     saved_algo = saved_algorithm(state)
     if saved_algo != algo:
         raise CheckpointError(f"checkpoint was trained with --algo {saved_algo}, this run is --algo {algo}")
-    saved = state["model"]
-    for name, tensor in net.state_dict().items():
-        saved_shape = tuple(saved[name].shape) if name in saved else None
-        if saved_shape != tuple(tensor.shape):
+    saved, built = state["model"], net.state_dict()
+    for name in [*built, *(name for name in saved if name not in built)]:
+        shapes = [tuple(tensors[name].shape) if name in tensors else "none" for tensors in (saved, built)]
+        if shapes[0] != shapes[1]:
             flags = "".join(shape_flag(setting, value) for setting, value in (net_shape or {}).items())
             hint = f" (the checkpoint's net:{flags})" if flags else ""
-            raise CheckpointError(f"network differs at {name}: checkpoint {saved_shape}, "
-                                  f"this run {tuple(tensor.shape)}{hint}")
+            raise CheckpointError(f"network differs at {name}: checkpoint {shapes[0]}, this run {shapes[1]}{hint}")
 
 
 def saved_algorithm(state: dict[str, Any]) -> str:
