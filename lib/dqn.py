@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.envs import EnvInfo
-from lib.models import conv_body, init_relu_layers, scaled_channels_last
+from lib.models import ObservationEncoder, conv_body, init_relu_layers, scaled_channels_last
 
 
 class QHead(nn.Module):
@@ -37,11 +37,15 @@ class QHead(nn.Module):
 
 
 class MlpQ(nn.Module):
-    """Q-network for vector observations: one hidden layer, then the Q head."""
+    """Q-network for vector observations: one hidden layer, then the Q head; rows that hold
+    an env's images read them through an ``ObservationEncoder`` first (``encoder``)."""
 
-    def __init__(self, observation_size: int, n_actions: int, dueling: bool = True, hidden: int = 128):
+    def __init__(self, observation_size: int, n_actions: int, dueling: bool = True, hidden: int = 128,
+                 encoder: ObservationEncoder | None = None):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU())
+        features = observation_size if encoder is None else encoder.size
+        layer = nn.Sequential(nn.Linear(features, hidden), nn.ReLU())
+        self.body = layer if encoder is None else nn.Sequential(encoder, layer)
         self.head = QHead(hidden, n_actions, hidden, dueling)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,7 +72,9 @@ class AtariQ(nn.Module):
 def build_q_net(env_info: EnvInfo, dueling: bool = True) -> nn.Module:
     if env_info.atari:
         return AtariQ(env_info.observation_shape, env_info.n_actions, dueling)
-    return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling)
+    size = env_info.observation_shape[0]
+    encoder = ObservationEncoder(size, env_info.image_parts) if env_info.image_parts else None
+    return MlpQ(size, env_info.n_actions, dueling, encoder=encoder)
 
 
 def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:

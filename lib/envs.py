@@ -156,12 +156,62 @@ class FireResetPreprocessing(gym.wrappers.AtariPreprocessing):
 
 FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
              gym.spaces.MultiBinary)
-"""Observation spaces the MLP takes flattened: Discrete as one-hot, Dict (keys in sorted
-order) and Tuple as their parts' flattenings one after the other."""
+"""Observation spaces the nets take flattened: Discrete as one-hot, Dict (keys in sorted
+order) and Tuple as their parts' flattenings one after the other; an image (``image_layout``)
+travels flattened too, and its net puts it back together."""
+MIN_IMAGE_SIDE = 36
+"""The smallest height and width the Nature CNN's three layers reduce to at least one cell;
+smaller uint8 grids go to the MLP with the other features."""
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """Where an image lies in a flattened observation: ``size`` values from ``offset``, in
+    the env's own layout ``shape``, (height, width, channels) when ``channels_last``."""
+
+    offset: int
+    shape: tuple[int, int, int]
+    channels_last: bool
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def channels_first_shape(self) -> tuple[int, int, int]:
+        height, width, channels = self.shape if self.channels_last else (*self.shape[1:], self.shape[0])
+        return channels, height, width
+
+
+def image_layout(space: gym.Space) -> tuple[int, int, int] | None:
+    """``space``'s shape if it is an image, else None: a uint8 Box of 0-255 in three axes, one
+    of them (the last, else the first) at most 4 channels, the other two at least
+    ``MIN_IMAGE_SIDE`` pixels."""
+    if not (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3):
+        return None
+    if not (np.all(space.low == 0) and np.all(space.high == 255)):
+        return None
+    sides = space.shape[:2] if space.shape[2] <= 4 else space.shape[1:] if space.shape[0] <= 4 else (0,)
+    return tuple(space.shape) if min(sides) >= MIN_IMAGE_SIDE else None
+
+
+def image_parts(space: gym.Space, offset: int = 0) -> tuple[ImagePart, ...]:
+    """The images in ``space`` (itself, or inside a Dict or Tuple, at any depth), where
+    gymnasium's flattening puts them."""
+    shape = image_layout(space)
+    if shape is not None:
+        return (ImagePart(offset, shape, channels_last=shape[2] <= 4),)
+    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        return ()
+    parts: list[ImagePart] = []
+    for part in (space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces):
+        parts += image_parts(part, offset)
+        offset += gym.spaces.flatdim(part)
+    return tuple(parts)
 
 
 def needs_flattening(space: gym.Space) -> bool:
-    return isinstance(space, FLATTENED)
+    return isinstance(space, FLATTENED) or image_layout(space) is not None
 
 
 def flat_observations(env: gym.Env) -> gym.Env:
@@ -170,6 +220,16 @@ def flat_observations(env: gym.Env) -> gym.Env:
     space = flat.observation_space
     float_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
     return gym.wrappers.TransformObservation(flat, lambda observation: observation.astype(np.float32), float_space)
+
+
+def unflattened_space(env: gym.Env) -> gym.Space | None:
+    """The observation space ``flat_observations`` flattened in ``env``'s wrappers (the env's
+    own, or its wrappers' where they change it); None where nothing was flattened."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.FlattenObservation):
+            return env.env.observation_space
+        env = env.env
+    return None
 
 
 def flattened(env_info: EnvInfo, observation: Any) -> np.ndarray:
@@ -257,10 +317,12 @@ class EnvInfo:
     action_nvec: tuple[int, ...] | None = None
     """A MultiDiscrete action space's sizes (``n_actions`` is then their sum); None otherwise."""
     raw_observation_space: gym.Space | None = None
+    """The env's own observation space where the net sees it flattened (Dict, Tuple, Discrete, images)."""
     global_state_size: int = 0
     """A multi-agent observation's leading part holding every agent's own (``AgentSlots``'s
     ``global_state``), 0 without it."""
-    """The env's own observation space where the net sees it flattened (Dict, Tuple, Discrete)."""
+    image_parts: tuple[ImagePart, ...] = ()
+    """The images in a flattened observation, each read by a conv net of its own (``lib.models``)."""
 
     @property
     def continuous(self) -> bool:
@@ -294,8 +356,9 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     that the nets can take it, and report its shapes.
 
     Raises EnvError for unknown ids, actions neither Discrete nor a flat MultiDiscrete or Box, and
-    observations that are neither a flat vector nor Atari frames. A multi-agent env is described as one agent
-    sees it: its own observation and one-hot index (after every agent's, with ``global_state``), its actions.
+    observations that are neither a flat vector, Atari frames nor an image (``image_layout``).
+    A multi-agent env is described as one agent sees it: its own observation and one-hot index
+    (after every agent's, with ``global_state``), its actions.
     """
     if is_multiagent(env_id):
         return _describe_multiagent(env_id, global_state)
@@ -303,7 +366,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     env = make_env(env_id, screen_size=screen_size, env_config=env_config)
     try:
         action_space, obs_space = env.action_space, env.observation_space
-        raw_space = env.unwrapped.observation_space if needs_flattening(env.unwrapped.observation_space) else None
+        raw_space = None if atari else unflattened_space(env)
     finally:
         env.close()
     box_actions = isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
@@ -318,8 +381,9 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         raise EnvError(f"{env_id} has a {type(obs_space).__name__} observation space; need a Box")
     if not atari and len(obs_space.shape) != 1:
         raise EnvError(
-            f"{env_id} observations have shape {obs_space.shape}; the MLP needs a flat vector "
-            "and the conv net needs Atari frames"
+            f"{env_id} observations have shape {obs_space.shape}; the MLP needs a flat vector, the "
+            f"conv nets Atari frames or uint8 images of 0-255 (height, width, up to 4 channels, or "
+            f"channels first) at least {MIN_IMAGE_SIDE} pixels a side"
         )
     return EnvInfo(
         env_id=env_id,
@@ -333,6 +397,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         action_high=tuple(map(float, action_space.high)) if box_actions else None,
         action_nvec=nvec,
         raw_observation_space=raw_space,
+        image_parts=image_parts(raw_space) if raw_space is not None else (),
     )
 
 

@@ -3,13 +3,13 @@ the head being what its ``distribution`` reads (``lib.distributions``: logits, o
 Gaussian's means and log-stds)."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import nn
 
 from lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
-from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
+from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo, ImagePart
 from lib.normalize import ObservationNormalizer
 from lib.recurrent import RecurrentA2C
 
@@ -66,17 +66,15 @@ def conv_body(name: str, input_shape: tuple[int, ...]) -> tuple[nn.Sequential, i
     "nature", the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1; 512 units), or "small", the A3C
     paper's (16 8x8/4, 32 4x4/2; 256 units). On 42-pixel frames the first layer's kernel
     and stride are halved (4x4/2), so it sees the same part of the screen and every layer
-    above it gets maps of the same size as on 84-pixel frames."""
+    above it gets maps of the same size as on 84-pixel frames; other sizes (an env's own
+    images, ``lib.envs.MIN_IMAGE_SIDE`` pixels or more) take the layers as they are."""
     if name == "nature":
         layers, hidden = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
     elif name == "small":
         layers, hidden = [(16, 8, 4), (32, 4, 2)], 256
     else:
         raise ValueError(f"conv must be one of {', '.join(CONVS)}, got {name!r}")
-    if input_shape[-1] not in SCREEN_SIZES:
-        raise ValueError(f"Atari frames must be {' or '.join(map(str, SCREEN_SIZES))} pixels wide, "
-                         f"got {input_shape[-1]}")
-    shrink = ATARI_SCREEN_SIZE // input_shape[-1]
+    shrink = ATARI_SCREEN_SIZE // input_shape[-1] if input_shape[-1] in SCREEN_SIZES else 1
     (channels_out, kernel, stride), *above = layers
     layers = [(channels_out, kernel // shrink, stride // shrink), *above]
     modules: list[nn.Module] = []
@@ -150,12 +148,51 @@ MLP_HIDDEN = 128
 """The width of the vector nets' hidden layers."""
 
 
+IMAGE_FEATURES = 256
+"""The hidden units over each image's conv body in an ``ObservationEncoder``."""
+
+
+class ObservationEncoder(nn.Module):
+    """Features of a flattened observation that holds images (``EnvInfo.image_parts``): each
+    image cut out of the row, put channels-first and scaled to [0, 1], then read by a conv
+    body (``conv_body``) and ``IMAGE_FEATURES`` hidden units of its own; the row's other
+    values follow as they are. ``size`` is the width of the features."""
+
+    def __init__(self, observation_size: int, parts: Sequence[ImagePart], conv: str = "nature"):
+        super().__init__()
+        self.parts = tuple(parts)
+        self.images = nn.ModuleList()
+        for part in self.parts:
+            body, conv_out, _ = conv_body(conv, part.channels_first_shape)
+            hidden = nn.Sequential(nn.Linear(conv_out, IMAGE_FEATURES), nn.ReLU())
+            init_relu_layers([*body, *hidden])
+            self.images.append(nn.Sequential(body, hidden))
+        in_images = {column for part in self.parts for column in range(part.offset, part.offset + part.size)}
+        self.vector_columns = [column for column in range(observation_size) if column not in in_images]
+        self.register_buffer("_vector_index", torch.tensor(self.vector_columns, dtype=torch.long), persistent=False)
+        self.size = IMAGE_FEATURES * len(self.parts) + len(self.vector_columns)
+
+    def split(self, observations: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """(each image as (N, C, H, W) in [0, 1], the other values (N, rest)) of flat rows."""
+        images = []
+        for part in self.parts:
+            image = observations[:, part.offset:part.offset + part.size].reshape(-1, *part.shape)
+            images.append((image.permute(0, 3, 1, 2) if part.channels_last else image) / 255.0)
+        return images, observations[:, self._vector_index]
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        images, rest = self.split(observations.float())
+        return torch.cat([*(read(image) for read, image in zip(self.images, images)), rest], dim=1)
+
+
 class MlpA2C(nn.Module):
     """Separate policy and value MLPs (two hidden layers each) for vector observations.
 
     Nothing is shared: with a shared first layer, the critic's squared errors (returns near
     100 on CartPole) reshaped the policy's features and some seeds collapsed on the way to
-    solving (docs/learning.md, "CartPole").
+    solving (docs/learning.md, "CartPole"). Observations with images go through one
+    ``ObservationEncoder`` (``encoder``) that both MLPs read, as SB3's multi-input policy
+    shares its extractor: a conv body each would double the compute.
 
     With a ``DiagGaussian`` distribution (Box actions) the policy MLP gives the means, its
     last layer initialised orthogonally at gain 0.01 so that they start near 0, and a
@@ -166,13 +203,16 @@ class MlpA2C(nn.Module):
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = MLP_HIDDEN,
                  distribution: Distribution = CATEGORICAL,
-                 normalize_observations: bool = False, log_std_init: float = 0.0):
+                 normalize_observations: bool = False, log_std_init: float = 0.0,
+                 encoder: ObservationEncoder | None = None):
         super().__init__()
         self.distribution = distribution
-        self.normalizer = ObservationNormalizer(observation_size) if normalize_observations else None
-        self.policy = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
+        self.normalizer = observation_normalizer(observation_size, encoder) if normalize_observations else None
+        self.encoder = encoder
+        features = observation_size if encoder is None else encoder.size
+        self.policy = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
                                     nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
-        self.value = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(),
+        self.value = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
         if distribution.continuous:
             nn.init.orthogonal_(self.policy[-1].weight, gain=0.01)
@@ -183,6 +223,8 @@ class MlpA2C(nn.Module):
         observations = observations.float()
         if self.normalizer is not None:
             observations = self.normalizer(observations)
+        if self.encoder is not None:
+            observations = self.encoder(observations)
         head = self.policy(observations)
         if self.distribution.continuous:
             head = torch.cat([head, self.log_std.expand_as(head)], dim=-1)
@@ -227,6 +269,12 @@ class AtariFeatures(nn.Module):
         return self.hidden(self.conv(scaled_channels_last(observations)))
 
 
+def observation_normalizer(observation_size: int, encoder: ObservationEncoder | None) -> ObservationNormalizer:
+    """Running statistics for the values of a row that are not in an image (images are
+    scaled by 255 instead)."""
+    return ObservationNormalizer(observation_size, None if encoder is None else encoder.vector_columns)
+
+
 def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
               normalize_observations: bool = False, lstm: bool = False, lstm_cell_size: int = 256,
               mlp_hidden: int = MLP_HIDDEN, log_std_init: float = 0.0) -> nn.Module:
@@ -234,7 +282,8 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     (``mlp_hidden`` units a layer; a Gaussian policy for Box actions, its log-std starting at
     ``log_std_init``; running observation statistics with ``normalize_observations``); with
     ``lstm``, the body under an LSTM cell of ``lstm_cell_size`` units
-    (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply)."""
+    (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply). Flat rows that hold an env's
+    images read them through an ``ObservationEncoder`` with ``conv`` bodies first."""
     if env_info.continuous:
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
     else:
@@ -245,15 +294,18 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
             return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
                                 log_std_init=log_std_init)
         size = env_info.observation_shape[0]
-        body = nn.Sequential(nn.Linear(size, mlp_hidden), nn.ReLU())
-        init_relu_layers(body)
-        normalizer = ObservationNormalizer(size) if normalize_observations else None
+        encoder = ObservationEncoder(size, env_info.image_parts, conv) if env_info.image_parts else None
+        layer = nn.Sequential(nn.Linear(size if encoder is None else encoder.size, mlp_hidden), nn.ReLU())
+        init_relu_layers(layer)
+        body = layer if encoder is None else nn.Sequential(encoder, layer)
+        normalizer = observation_normalizer(size, encoder) if normalize_observations else None
         return RecurrentA2C(body, mlp_hidden, env_info.n_actions, lstm_cell_size, distribution, normalizer,
                             log_std_init)
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, mlp_hidden, distribution,
-                  normalize_observations, log_std_init)
+    size = env_info.observation_shape[0]
+    encoder = ObservationEncoder(size, env_info.image_parts, conv) if env_info.image_parts else None
+    return MlpA2C(size, env_info.n_actions, mlp_hidden, distribution, normalize_observations, log_std_init, encoder)
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

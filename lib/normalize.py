@@ -10,6 +10,7 @@ never what the policy sees, so each worker keeps its own.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -38,17 +39,26 @@ def merged_moments(mean: Moments, var: Moments, count: float, batch_mean: Moment
 
 class ObservationNormalizer(nn.Module):
     """Standardises observations by the running mean and variance in its buffers, clipped
-    to [-CLIP, CLIP]; ``update`` merges a batch into them (the learner's job)."""
+    to [-CLIP, CLIP]; ``update`` merges a batch into them (the learner's job). With
+    ``columns``, only those of each row's ``size`` values (the others, an image's pixels,
+    pass as they are)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, columns: Sequence[int] | None = None):
         super().__init__()
-        self.register_buffer("mean", torch.zeros(size))
-        self.register_buffer("var", torch.ones(size))
+        self.size = size
+        self.columns = None if columns is None else list(columns)
+        width = size if self.columns is None else len(self.columns)
+        self.register_buffer("mean", torch.zeros(width))
+        self.register_buffer("var", torch.ones(width))
         self.register_buffer("count", torch.tensor(INITIAL_COUNT, dtype=torch.float64))
+        if self.columns is not None:
+            self.register_buffer("_column_index", torch.tensor(self.columns, dtype=torch.long), persistent=False)
 
     @torch.no_grad()
     def update(self, observations: torch.Tensor) -> None:
-        batch = observations.reshape(-1, self.mean.shape[0]).float()
+        batch = observations.reshape(-1, self.size).float()
+        if self.columns is not None:
+            batch = batch[:, self._column_index]
         mean, var, count = merged_moments(self.mean, self.var, float(self.count), batch.mean(0),
                                           batch.var(0, unbiased=False), float(len(batch)))
         self.mean.copy_(mean)
@@ -56,7 +66,14 @@ class ObservationNormalizer(nn.Module):
         self.count.fill_(count)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return ((observations - self.mean) / torch.sqrt(self.var + EPSILON)).clamp(-CLIP, CLIP)
+        if self.columns is None:
+            return self._standardised(observations)
+        rows = observations.clone()
+        rows[..., self._column_index] = self._standardised(observations[..., self._column_index])
+        return rows
+
+    def _standardised(self, values: torch.Tensor) -> torch.Tensor:
+        return ((values - self.mean) / torch.sqrt(self.var + EPSILON)).clamp(-CLIP, CLIP)
 
 
 def observe(net: nn.Module, states: np.ndarray | torch.Tensor) -> None:

@@ -149,5 +149,6 @@ def test_on_42_pixel_frames_the_first_layer_takes_half_the_patch_and_the_layers_
     assert small == big
     logits, values = AtariA2C((4, 42, 42), 6, "shared", conv)(torch.zeros(2, 4, 42, 42, dtype=torch.uint8))
     assert logits.shape == (2, 6) and values.shape == (2,)
-    with pytest.raises(ValueError, match="84 or 42"):
-        AtariA2C((4, 64, 64), 6, "shared", conv)
+    # any other size (an env's own images) takes the layers as they are
+    other = {name: p.shape for name, p in AtariA2C((4, 64, 64), 6, "shared", conv).named_parameters()}
+    assert other.pop("conv.0.weight") == (channels, 4, 8, 8) and other.keys() == big.keys()

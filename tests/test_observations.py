@@ -1,13 +1,18 @@
-"""Observation spaces the MLP takes flattened: a Dict of a Box and a Discrete, a Tuple, a bare
-Discrete (one-hot), by hand; the same flattening in the workers and in compute_action."""
+"""Observation spaces the nets take flattened: a Dict of a Box and a Discrete, a Tuple, a bare
+Discrete (one-hot), by hand; the same flattening in the workers and in compute_action; images,
+alone or in a Dict, cut back out of the flat rows for a conv body each."""
 from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
+import tests.toy_envs  # noqa: F401 - registers the image envs
 from a3c import Trainer, register_env
-from lib.envs import describe_env, flattened, make_env
+from lib.envs import ImagePart, describe_env, flattened, image_parts, make_env
+from lib.models import ObservationEncoder
+from lib.normalize import ObservationNormalizer
 
 
 class GridEnv(gym.Env):
@@ -69,3 +74,78 @@ def test_a_dict_env_trains_and_compute_action_takes_its_raw_observations(tmp_pat
         raw = {"pos": np.array([0.0, -1.0], np.float32), "cell": 0}
         assert trainer.compute_action(raw, greedy=True) in (0, 1)
         assert trainer.compute_actions([raw, raw]).shape == (2,)
+
+
+CAMERA = gym.spaces.Box(0, 255, (40, 48, 3), np.uint8)
+ROVER = gym.spaces.Dict({
+    "camera": CAMERA,
+    "cell": gym.spaces.Discrete(3),
+    "grid": gym.spaces.Box(0, 255, (8, 8, 3), np.uint8),  # under 36 pixels: values for the MLP
+    "aux": gym.spaces.Tuple((gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Box(0, 255, (3, 36, 40), np.uint8))),
+})
+
+
+def test_images_are_found_where_the_flattening_puts_them():
+    # keys in sorted order: aux (2 values, then a 3x36x40 image), camera (40x48x3), cell (3), grid (192)
+    assert image_parts(ROVER) == (ImagePart(2, (3, 36, 40), channels_last=False),
+                                  ImagePart(2 + 4320, (40, 48, 3), channels_last=True))
+    assert gym.spaces.flatdim(ROVER) == 2 + 4320 + 5760 + 3 + 192
+    assert image_parts(CAMERA) == (ImagePart(0, (40, 48, 3), channels_last=True),)
+    for not_an_image in (gym.spaces.Box(0.0, 1.0, (40, 48, 3)),  # floats
+                         gym.spaces.Box(0, 1, (40, 48, 3), np.uint8),  # not 0-255
+                         gym.spaces.Box(0, 255, (40, 48, 5), np.uint8),  # no axis of at most 4 channels
+                         gym.spaces.Box(0, 255, (35, 48, 3), np.uint8)):  # too small for the Nature CNN
+        assert image_parts(not_an_image) == ()
+
+
+def test_the_encoder_cuts_each_image_back_out_of_a_flat_row():
+    ROVER.seed(0)
+    raw = ROVER.sample()
+    row = torch.as_tensor(gym.spaces.flatten(ROVER, raw).astype(np.float32))[None]
+    encoder = ObservationEncoder(row.shape[1], image_parts(ROVER))
+    (aux_image, camera), rest = encoder.split(row)
+    torch.testing.assert_close(aux_image[0], torch.as_tensor(raw["aux"][1] / 255.0, dtype=torch.float32))
+    torch.testing.assert_close(camera[0], torch.as_tensor(raw["camera"].transpose(2, 0, 1) / 255.0,
+                                                          dtype=torch.float32))
+    one_hot = np.eye(3, dtype=np.float32)[raw["cell"]]
+    expected = np.concatenate([raw["aux"][0], one_hot, raw["grid"].reshape(-1)]).astype(np.float32)
+    torch.testing.assert_close(rest[0], torch.as_tensor(expected))
+    assert encoder(row).shape == (1, 2 * 256 + 2 + 3 + 192) == (1, encoder.size)
+
+
+def test_running_statistics_skip_the_pixels():
+    size, columns = 6, [0, 5]  # pixels in columns 1-4
+    normalizer = ObservationNormalizer(size, columns)
+    batch = torch.tensor([[1.0, 200, 0, 0, 0, 10.0], [3.0, 100, 255, 0, 0, 30.0]])
+    normalizer.update(batch)
+    torch.testing.assert_close(normalizer.mean, torch.tensor([2.0, 20.0]), atol=1e-3, rtol=0)
+    out = normalizer(batch)
+    torch.testing.assert_close(out[:, 1:5], batch[:, 1:5])  # pixels untouched
+    torch.testing.assert_close(out[:, [0, 5]], torch.tensor([[-1.0, -1.0], [1.0, 1.0]]), atol=1e-3, rtol=0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("env_id", "settings"), [
+    ("tests.toy_envs:SideImage-v0", {"algo": "a3c"}),  # a Dict of an RGB image and a vector
+    ("tests.toy_envs:SideImageBox-v0", {"algo": "ppo", "lstm": True}),  # an image alone, channels first
+    # Q-values of a 0.99 discount (about 50, the episodes being cut by time) drown the action
+    # gap of 1 that a 0.5 discount leaves clear
+    ("tests.toy_envs:SideImage-v0", {"algo": "dqn", "gamma": 0.5}),
+])
+def test_a_net_that_reads_the_image_learns_what_only_the_image_shows(tmp_path, env_id, settings):
+    """The side of the square pays: 5 of 10 is chance, 9 needs the image read."""
+    info = describe_env(env_id)
+    vector = 2 if env_id.endswith("SideImage-v0") else 0
+    assert len(info.image_parts) == 1 and info.observation_shape == (40 * 40 * 3 + vector,)
+    lstm = settings.get("lstm", False)
+    with Trainer(env=env_id, seed=0, logdir=str(tmp_path), backend="serial", stop_reward=9.0, max_frames=30_000,
+                 **settings) as trainer:
+        while not (result := trainer.train(seconds=5))["done"]:
+            pass
+        assert result["reason"] == "solved", result
+        env = gym.make(env_id)
+        observation, _ = env.reset(seed=5)
+        side = env.unwrapped.side
+        action = trainer.compute_action(observation, greedy=True) if not lstm else \
+            trainer.compute_action(observation, state=None, greedy=True)[0]
+        assert action == side

@@ -201,3 +201,44 @@ class TaskCountingEnv(CountingEnv):
 
 
 gym.register("TaskCounting-v0", entry_point=TaskCountingEnv)
+
+
+class SideImageEnv(gym.Env):
+    """A camera image (40x40 RGB, or channels first) with a white square in its left or right
+    half, beside a ``speed`` vector that carries nothing: acting 0 for left and 1 for right
+    pays 1, the other action 0, over episodes of 10 steps. Only the image tells the side."""
+
+    SIDE = 40
+
+    def __init__(self, channels_first: bool = False, dict_space: bool = True):
+        shape = (3, self.SIDE, self.SIDE) if channels_first else (self.SIDE, self.SIDE, 3)
+        camera = gym.spaces.Box(0, 255, shape=shape, dtype=np.uint8)
+        self.channels_first, self.dict_space = channels_first, dict_space
+        self.observation_space = (gym.spaces.Dict({"camera": camera, "speed": gym.spaces.Box(-1.0, 1.0, (2,))})
+                                  if dict_space else camera)
+        self.action_space = gym.spaces.Discrete(2)
+        self.side = self.t = 0
+
+    def _observation(self):
+        image = np.zeros((self.SIDE, self.SIDE, 3), np.uint8)
+        left = 4 if self.side == 0 else self.SIDE // 2 + 4
+        image[15:27, left:left + 12] = 255
+        image = image.transpose(2, 0, 1) if self.channels_first else image
+        if not self.dict_space:
+            return image
+        return {"camera": image, "speed": self.np_random.uniform(-1, 1, 2).astype(np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.side = 0, int(self.np_random.integers(2))
+        return self._observation(), {}
+
+    def step(self, action):
+        reward = float(action == self.side)
+        self.t += 1
+        self.side = int(self.np_random.integers(2))
+        return self._observation(), reward, False, self.t >= 10, {}
+
+
+gym.register("SideImage-v0", entry_point=SideImageEnv)
+gym.register("SideImageBox-v0", entry_point=SideImageEnv, kwargs={"channels_first": True, "dict_space": False})
