@@ -242,3 +242,17 @@ class SideImageEnv(gym.Env):
 
 gym.register("SideImage-v0", entry_point=SideImageEnv)
 gym.register("SideImageBox-v0", entry_point=SideImageEnv, kwargs={"channels_first": True, "dict_space": False})
+
+
+class SideVecEnv(SideImageEnv):
+    """``SideImageEnv`` with the side as a one-hot vector instead of an image."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+
+    def _observation(self):
+        return np.eye(2, dtype=np.float32)[self.side]
+
+
+gym.register("SideVec-v0", entry_point=SideVecEnv)
