@@ -148,3 +148,23 @@ def test_a3c_with_lstm_trains_in_both_modes(tmp_path, mode):
         before = trainer.net.cell.weight_hh.detach().clone()
         result = trainer.train(frames=1_000)
         assert result["frames"] >= 1_000 and not torch.equal(trainer.net.cell.weight_hh, before)
+
+
+def test_a3c_with_lstm_on_vector_envs_scales_its_rewards_unless_told_not_to():
+    """The cell serves the policy and the value: rewards scaled to the return's deviation keep
+    the value's gradient from drowning the policy's (docs/spaces.md, "Memory")."""
+    assert make_config(env="CartPole-v1", lstm=True).scale_rewards
+    assert make_config(env="CartPole-v1", lstm=True, mode="grads").scale_rewards
+    assert not make_config(env="CartPole-v1", lstm=True, scale_rewards=False).scale_rewards
+    assert not make_config(env="CartPole-v1").scale_rewards
+    assert not make_config(env="PongNoFrameskip-v4", lstm=True).scale_rewards  # clipped rewards already
+    assert not make_config(env="CartPole-v1", algo="ppo", lstm=True).scale_rewards
+
+
+@pytest.mark.slow
+def test_a3c_with_lstm_solves_cartpole_at_its_defaults(tmp_path):
+    with Trainer(env="CartPole-v1", lstm=True, logdir=str(tmp_path), backend="serial", seed=0,
+                 max_frames=400_000) as trainer:
+        while not (result := trainer.train(seconds=10))["done"]:
+            pass
+        assert result["reason"] == "solved", result

@@ -55,6 +55,8 @@ class A3C(ActorCritic):
             preset = ATARI_PRESET if atari else VECTOR_PRESET
         if values.get("mode") == "grads":
             preset = grads_layout(preset, CORES, atari)
+        if values.get("lstm") and not atari:  # the cell serves both heads: keep the values small
+            preset = dataclasses.replace(preset, scale_rewards=True)
         return dataclasses.asdict(preset)
 
     def defaults_help(self, name: str) -> str | None:
@@ -62,6 +64,8 @@ class A3C(ActorCritic):
         if text is None:
             return None
         text += f", {getattr(REFERENCE_PRESET, name)} with --preset reference"
+        if name == "scale_rewards":
+            text += ", True with --lstm on vector observations"
         for label, preset in (("nature84", NATURE84_PRESET), ("small", SMALL_PRESET)):
             if getattr(preset, name) != getattr(ATARI_PRESET, name):
                 text += f", {getattr(preset, name)} with --preset {label}"
