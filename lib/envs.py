@@ -223,12 +223,12 @@ def flat_observations(env: gym.Env) -> gym.Env:
 
 
 def unflattened_space(env: gym.Env) -> gym.Space | None:
-    """The observation space ``flat_observations`` flattened in ``env``'s wrappers (the env's
-    own, or its wrappers' where they change it); None where nothing was flattened."""
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, gym.wrappers.FlattenObservation):
-            return env.env.observation_space
-        env = env.env
+    """The observation space ``flat_observations`` flattened, where ``env`` is its result (the
+    env's own space, or its wrappers' where they change it); None for any other env, one the
+    user flattened included, whose observations arrive flat."""
+    inner = getattr(env, "env", None)
+    if isinstance(env, gym.wrappers.TransformObservation) and isinstance(inner, gym.wrappers.FlattenObservation):
+        return inner.env.observation_space
     return None
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-import tests.toy_envs  # noqa: F401 - registers the image envs
+import tests.toy_envs  # registers the image envs; SideImageEnv below
 from a3c import Trainer, register_env
 from lib.envs import ImagePart, describe_env, flattened, image_parts, make_env
 from lib.models import ObservationEncoder
@@ -47,6 +47,9 @@ register_env("grid-dict", lambda config: GridEnv())
 register_env("grid-tuple", lambda config: GridEnv(tuple_space=True))
 register_env("one-hot", lambda config: gym.wrappers.TransformObservation(
     GridEnv(), lambda observation: observation["cell"], gym.spaces.Discrete(3)))
+register_env("grid-flat-already", lambda config: gym.wrappers.FlattenObservation(GridEnv()))
+register_env("side-resized", lambda config: gym.wrappers.ResizeObservation(
+    tests.toy_envs.SideImageEnv(dict_space=False), (48, 36)))
 
 
 def test_a_dict_observation_is_its_keys_flattenings_in_sorted_order():
@@ -59,6 +62,13 @@ def test_a_dict_observation_is_its_keys_flattenings_in_sorted_order():
     assert info.observation_shape == (5,) and isinstance(info.raw_observation_space, gym.spaces.Dict)
     raw = {"pos": np.array([1.0, -1.0], np.float32), "cell": 2}
     assert flattened(info, raw).tolist() == [0.0, 0.0, 1.0, 1.0, -1.0]
+
+
+def test_the_space_flattened_is_the_one_the_envs_wrappers_give_and_none_where_the_user_flattened():
+    assert describe_env("grid-flat-already").raw_observation_space is None  # arrives flat
+    resized = describe_env("side-resized")  # the creator's wrapper, not the env beneath it
+    assert resized.raw_observation_space.shape == (48, 36, 3)
+    assert resized.image_parts == (ImagePart(0, (48, 36, 3), channels_last=True),)
 
 
 def test_a_tuple_and_a_discrete_observation_flatten_in_order_and_as_one_hot():
