@@ -13,7 +13,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib.envs import EnvInfo
-from lib.models import ObservationEncoder, conv_body, init_relu_layers, scaled_channels_last
+from lib.models import (
+    ObservationEncoder,
+    conv_body,
+    init_relu_layers,
+    observation_encoder,
+    scaled_channels_last,
+)
 
 
 class QHead(nn.Module):
@@ -72,9 +78,7 @@ class AtariQ(nn.Module):
 def build_q_net(env_info: EnvInfo, dueling: bool = True) -> nn.Module:
     if env_info.atari:
         return AtariQ(env_info.observation_shape, env_info.n_actions, dueling)
-    size = env_info.observation_shape[0]
-    encoder = ObservationEncoder(size, env_info.image_parts) if env_info.image_parts else None
-    return MlpQ(size, env_info.n_actions, dueling, encoder=encoder)
+    return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling, encoder=observation_encoder(env_info))
 
 
 def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:

@@ -269,6 +269,13 @@ class AtariFeatures(nn.Module):
         return self.hidden(self.conv(scaled_channels_last(observations)))
 
 
+def observation_encoder(env_info: EnvInfo, conv: str = "nature") -> ObservationEncoder | None:
+    """The encoder of ``env_info``'s flat rows where they hold images, else None."""
+    if not env_info.image_parts:
+        return None
+    return ObservationEncoder(env_info.observation_shape[0], env_info.image_parts, conv)
+
+
 def observation_normalizer(observation_size: int, encoder: ObservationEncoder | None) -> ObservationNormalizer:
     """Running statistics for the values of a row that are not in an image (images are
     scaled by 255 instead)."""
@@ -294,7 +301,7 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
             return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
                                 log_std_init=log_std_init)
         size = env_info.observation_shape[0]
-        encoder = ObservationEncoder(size, env_info.image_parts, conv) if env_info.image_parts else None
+        encoder = observation_encoder(env_info, conv)
         layer = nn.Sequential(nn.Linear(size if encoder is None else encoder.size, mlp_hidden), nn.ReLU())
         init_relu_layers(layer)
         body = layer if encoder is None else nn.Sequential(encoder, layer)
@@ -303,9 +310,8 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
                             log_std_init)
     if env_info.atari:
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    size = env_info.observation_shape[0]
-    encoder = ObservationEncoder(size, env_info.image_parts, conv) if env_info.image_parts else None
-    return MlpA2C(size, env_info.n_actions, mlp_hidden, distribution, normalize_observations, log_std_init, encoder)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, mlp_hidden, distribution,
+                  normalize_observations, log_std_init, observation_encoder(env_info, conv))
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

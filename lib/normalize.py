@@ -46,18 +46,17 @@ class ObservationNormalizer(nn.Module):
     def __init__(self, size: int, columns: Sequence[int] | None = None):
         super().__init__()
         self.size = size
-        self.columns = None if columns is None else list(columns)
-        width = size if self.columns is None else len(self.columns)
+        width = size if columns is None else len(columns)
         self.register_buffer("mean", torch.zeros(width))
         self.register_buffer("var", torch.ones(width))
         self.register_buffer("count", torch.tensor(INITIAL_COUNT, dtype=torch.float64))
-        if self.columns is not None:
-            self.register_buffer("_column_index", torch.tensor(self.columns, dtype=torch.long), persistent=False)
+        self.register_buffer("_column_index", None if columns is None else torch.tensor(list(columns), dtype=torch.long),
+                             persistent=False)
 
     @torch.no_grad()
     def update(self, observations: torch.Tensor) -> None:
         batch = observations.reshape(-1, self.size).float()
-        if self.columns is not None:
+        if self._column_index is not None:
             batch = batch[:, self._column_index]
         mean, var, count = merged_moments(self.mean, self.var, float(self.count), batch.mean(0),
                                           batch.var(0, unbiased=False), float(len(batch)))
@@ -66,7 +65,7 @@ class ObservationNormalizer(nn.Module):
         self.count.fill_(count)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        if self.columns is None:
+        if self._column_index is None:
             return self._standardised(observations)
         rows = observations.clone()
         rows[..., self._column_index] = self._standardised(observations[..., self._column_index])
