@@ -178,10 +178,10 @@ def test_second_ctrl_c_during_a_slow_shutdown_exits_at_once(launch, tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", MODES)
 def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode, capsys):
-    # short iterations: the one that restarts the child must not also spend the budget, which
-    # the children's start takes much of on a loaded machine
-    with a3c.lifecycle.trainer.Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9, max_seconds=10,
-                                       mode=mode, processes=2) as trainer:
+    # a frame budget, which a child's slow start on a loaded machine does not spend; short
+    # iterations, so that the one that restarts the child does not also spend it
+    with a3c.lifecycle.trainer.Trainer(env="CartPole-v1", logdir=str(tmp_path), stop_reward=1e9,
+                                       max_frames=60_000, mode=mode, processes=2) as trainer:
         trainer.train(frames=1)
         children = pids(trainer._pool)
         os.kill(children[0], signal.SIGKILL)
@@ -193,7 +193,7 @@ def test_killed_child_is_restarted_and_the_run_finishes(tmp_path, mode, capsys):
             pass
     assert "worker 0 died with exit code -9; restarting it (1 of 3 restarts)" in capsys.readouterr().err
     summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
-    assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 1
+    assert summary["reason"] == "frame_budget" and summary["worker_restarts"] == 1
     assert alive(restarted) == [] and alive(children) == []
 
 
