@@ -25,12 +25,18 @@ REAL_RAY_STATE = pytest.StashKey[dict | None]()
 SESSION_HOME = pytest.StashKey[str]()
 
 
-class Trainer:
-    """``run_a3c.py ARGS`` in a subprocess, its stdout and stderr read line by line by a
-    thread, and every descendant it has started recorded each time the test looks."""
+RUN_A3C = [sys.executable, "run_a3c.py"]
+INSTALLED_COMMAND = Path(sys.executable).parent / "a3c-train"
+"""The console script ``pip install -e .`` puts beside this Python."""
 
-    def __init__(self, args: list[str], env: dict | None = None):
-        self.process = subprocess.Popen([sys.executable, "run_a3c.py", *args], cwd=ROOT, env=env,
+
+class Trainer:
+    """``run_a3c.py ARGS`` (or another ``command``) in a subprocess, its stdout and stderr read
+    line by line by a thread, and every descendant it has started recorded each time the test
+    looks."""
+
+    def __init__(self, args: list[str], env: dict | None = None, command: list[str] = RUN_A3C):
+        self.process = subprocess.Popen([*command, *args], cwd=ROOT, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self.descendants: set[int] = set()
@@ -106,11 +112,12 @@ class Trainer:
 
 @pytest.fixture
 def launch() -> Iterator[Callable[..., Trainer]]:
-    """``launch(args, env=None)`` starts a Trainer; any still running at the end is killed."""
+    """``launch(args, env=None, command=RUN_A3C)`` starts a Trainer; any still running at the
+    end is killed."""
     started: list[Trainer] = []
 
-    def start(args: list[str], env: dict | None = None) -> Trainer:
-        trainer = Trainer(args, env)
+    def start(args: list[str], env: dict | None = None, command: list[str] = RUN_A3C) -> Trainer:
+        trainer = Trainer(args, env, command)
         started.append(trainer)
         return trainer
 

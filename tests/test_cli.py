@@ -1,6 +1,8 @@
 """Bad input: one line on stderr, exit code 2, and no child process ever started."""
 import dataclasses
 import importlib.util
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -306,3 +308,26 @@ def test_a3c_on_atari_reruns_5_step_sequences_and_everything_else_20():
     assert parse_config(["-n", "x", "--lstm", "--algo", "ppo"]).seq_len == 20
     assert parse_config(["-n", "x", "--env", "CartPole-v1", "--lstm"]).seq_len == 20
     assert parse_config(["-n", "x", "--lstm", "--seq-len", "12"]).seq_len == 12
+
+
+def test_the_installed_commands_are_the_scripts_entry_points():
+    from importlib.metadata import entry_points
+
+    import a3c.__main__
+    import a3c.play
+    import a3c.sweep
+
+    commands = {point.name: point.load() for point in entry_points(group="console_scripts")
+                if point.name.startswith("a3c-")}
+    assert commands == {"a3c-train": a3c.__main__.train, "a3c-play": a3c.play.main,
+                        "a3c-sweep": a3c.sweep.main}
+
+
+def test_python_dash_m_a3c_is_the_train_command(tmp_path):
+    # its bad input: one line and exit 2, as run_a3c.py's (a whole run: tests/test_end_to_end.py)
+    finished = subprocess.run([sys.executable, "-m", "a3c", "-n", "x", "--env", "CartPole-v1",
+                               "--lr", "-1", "--logdir", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert finished.returncode == 2
+    assert finished.stderr.strip().splitlines() == ["run_a3c.py: error: --lr must be > 0, got -1.0"]
+    assert not any(tmp_path.iterdir())

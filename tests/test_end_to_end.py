@@ -7,6 +7,7 @@ import pytest
 
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.lifecycle.load import read_progress
+from tests.conftest import INSTALLED_COMMAND
 from tests.helpers import alive, only_run_dir, scalars
 
 
@@ -62,9 +63,13 @@ def test_atari_smoke_writes_readable_tensorboard_events(launch, tmp_path, mode, 
 
 @pytest.mark.timeout(120)
 def test_time_budget_ends_the_run_and_progress_lines_record_the_load(launch, tmp_path):
+    # started by the installed command, whose wrapper script the spawned workers re-import
+    assert INSTALLED_COMMAND.exists(), "pip install -e . installs the a3c-train command"
     trainer = launch(["-n", "budget", "--env", "CartPole-v1", "--logdir", str(tmp_path),
-                      "--max-seconds", "3", "--stop-reward", "1e9", "--report-interval", "1"])
+                      "--max-seconds", "3", "--stop-reward", "1e9", "--report-interval", "1"],
+                     command=[str(INSTALLED_COMMAND)])
     assert trainer.finish(timeout=90) == 0, trainer.output
+    assert len(trainer.descendants) >= 2  # its workers ran
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "time_budget" and summary["seconds"] >= 3

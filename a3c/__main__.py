@@ -1,0 +1,23 @@
+"""``python -m a3c`` and the installed ``a3c-train`` command: ``run_a3c.py`` for a user who
+installed the package without this repository's scripts."""
+import gc
+import sys
+
+
+def train() -> None:
+    """Parse the command line, run, and exit with the run's code (0, 1, 2, 130 or 143).
+
+    The learner's imports wait until here: spawned workers re-import the script that started
+    them (``run_a3c.py`` or the ``a3c-train`` wrapper) and should not pay for tensorboardX and
+    the training loop."""
+    from a3c.cli import main
+
+    exit_code = main()
+    # The run is saved and its files closed; frozen objects are left out of the collection
+    # at interpreter exit, which walks every object torch created (about 0.7 s on 2 cores).
+    gc.freeze()
+    sys.exit(exit_code)
+
+
+if __name__ == "__main__":
+    train()
