@@ -61,7 +61,7 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
     skip_or_fail_without_namespace()
     sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
-             f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-seconds 3 "
+             f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-frames 5000 "
              f"--logdir {tmp_path} --name grid")
     finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
                               capture_output=True, text=True, timeout=400)
@@ -72,7 +72,7 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
     assert [run.name.split("__")[0] for run in runs] == ["lr=0.001", "lr=0.003"]
     for run in runs:
         summary = json.loads((run / "summary.json").read_text())
-        assert summary["reason"] in ("solved", "time_budget") and summary["frames"] > 0
+        assert summary["reason"] == "frame_budget" and summary["frames"] >= 5000
         assert any(run.glob("events.out.tfevents.*"))
     # Ray wrote its token and session files in the suite's own home, not the user's
     assert (Path.home() / ".ray" / "auth_token").exists() and real_ray_dir_unchanged()
