@@ -75,14 +75,15 @@ def is_atari(env_id: str) -> bool:
 
 
 def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
-    """The registered spec; ``module:EnvId`` imports ``module`` first, as ``gym.make`` does."""
+    """The registered spec; ``module:EnvId`` imports ``module`` first, as ``gym.make`` does.
+    The error keeps gymnasium's reason: its "Did you mean" and the version to use instead."""
     module, _, name = env_id.rpartition(":")
     try:
         if module:
             importlib.import_module(module)
         return gym.spec(name)
     except (gym.error.Error, ImportError) as exc:
-        raise EnvError(f"unknown env id {env_id!r}") from exc
+        raise EnvError(f"unknown env id {env_id!r}: {exc}") from exc
 
 
 def registered_by_user(env_id: str) -> bool:

@@ -29,6 +29,8 @@ BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),
     (["-n", "../../x", "--env", "CartPole-v1"], "--name '../../x' begins a folder's name under --logdir"),
     (["-n", "x", "--env", "NoSuchEnv-v9"], "unknown env id"),
+    (["-n", "x", "--env", "Cartpole-v1"], "unknown env id 'Cartpole-v1': Environment `Cartpole` doesn't exist. Did you mean: `CartPole`?"),
+    (["-n", "x", "--env", "CartPole-v9"], "It provides versioned environments: [ `v0`, `v1` ]"),
     (["-n", "x", "--env", "tests.toy_envs:MissingDependency-v0"], 'needs what is not installed: toybox is not installed, run `pip install "toybox"`'),
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "dqn"], "--algo dqn takes Discrete actions"),
     (["-n", "x", "--env", "MountainCarContinuous-v0", "--algo", "dqn"], "MountainCarContinuous-v0's are a Box"),
