@@ -64,12 +64,14 @@ def test_learning_early_needs_both_signals(entropy_2m, reward_6m, verdict):
 
 
 def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
-    run = train_to_goal("CartPole-v1", seed=0, max_seconds=120, logdir=tmp_path / "runs")
+    # a goal of 100, not the bound: the record is what is tested, not how CartPole learns
+    run = train_to_goal("CartPole-v1", seed=0, max_seconds=120, logdir=tmp_path / "runs",
+                        extra_args=("--stop-reward", "100"))
     assert run["solved"] and run["frames"] > 0
     assert Path(run["run_dir"]).parent == tmp_path / "runs"
     seconds = [point[0] for point in run["curve"]]
     assert seconds == sorted(seconds) and seconds[-1] == pytest.approx(run["wall_seconds"])
-    assert run["curve"][-1][2] >= 475.0
+    assert run["curve"][-1][2] >= 100.0
     # the settings the run had, from its checkpoint: CartPole has no frames to size, bfloat16 or lives
     assert run["settings"] == {"screen_size": None, "bf16": False, "conv": "nature",
                                "processes": VECTOR_PRESET.processes, "envs_per_process": VECTOR_PRESET.envs_per_process,
