@@ -98,10 +98,12 @@ def game_run(game: str, algo: str, frames: int, seed: int, logdir: Path, extra_a
 
 
 PEERS = {
-    "ppo": ("SB3 PPO (RL zoo)", ["--n-envs", "8", "--algo", "ppo", "--zoo-atari"]),
-    "a2c": ("SB3 A2C (RL zoo)", ["--n-envs", "16", "--algo", "a2c", "--zoo-atari", "--sb3-wrappers"]),
+    "ppo": ("SB3 PPO (RL zoo)", ["--n-envs", "8", "--algo", "ppo", "--zoo-atari", "--torch-threads", "1"]),
+    "a2c": ("SB3 A2C (RL zoo)", ["--n-envs", "16", "--algo", "a2c", "--zoo-atari", "--sb3-wrappers",
+                                 "--torch-threads", "1"]),
 }
-"""The peers ``--atari-peer`` names: Stable-Baselines3 with the RL zoo's Atari values and wrappers."""
+"""The peers ``--atari-peer`` names: Stable-Baselines3 with the RL zoo's Atari values and wrappers,
+on one torch thread, as this trainer's learner."""
 
 
 def peer_run(game: str, frames: int, seed: int, peer: str) -> dict:
@@ -118,7 +120,8 @@ def peer_run(game: str, frames: int, seed: int, peer: str) -> dict:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     curve = report["curve"]
     return {"game": game, "algo": label, "sticky": False, "seed": seed, "frames": report["frames"],
-            "settings": {"life_loss": True},  # SB3's AtariWrapper ends a training episode at a lost life
+            # SB3's AtariWrapper ends a training episode at a lost life
+            "settings": {"life_loss": True, "torch_threads": report["torch_threads"]},
             "minutes": (time.monotonic() - started) / 60, "curve": curve, "entropy_windows": [],
             **run_summary(curve, [], curve[-1][2] if curve else None)}
 
@@ -203,7 +206,9 @@ def atari_report(runs: list[dict]) -> str:
                      f"{source['date']}, {source['cpu']} ({source['cores']} cores), commit {source['commit']}"
                      + (f", other processes keeping {source['busy_before']:.0%} of the cores busy at launch"
                         if (source.get("busy_before") or 0.0) >= BUSY_WARNING else "")
-                     + (f", trainer flags `{' '.join(run['extra_args'])}`" if run.get("extra_args") else ""))
+                     + (f", trainer flags `{' '.join(run['extra_args'])}`" if run.get("extra_args") else "")
+                     + (f", SB3 on {threads} torch thread(s)"
+                        if (threads := run.get("settings", {}).get("torch_threads")) else ""))
     lines += ["", (f"Frames are env frames (agent steps x {ATARI_FRAME_SKIP}). Minutes are wall minutes from "
               "launch and depend on what else the cores ran.")]
     return "\n".join(lines) + "\n"

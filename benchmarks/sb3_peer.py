@@ -26,6 +26,7 @@ import argparse
 import json
 import time
 
+import torch
 from stable_baselines3 import A2C, DQN, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
@@ -142,7 +143,12 @@ def main() -> None:
                         help="Atari through SB3's make_atari_env and 4 stacked frames, as the RL zoo "
                              "trains (always so for --algo ppo --zoo-atari)")
     parser.add_argument("--max-frames", type=int, default=None, help="stop after this many env frames")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch's threads (default: torch's own, one a core); beside other "
+                             "processes two threads that wait on each other crawl")
     args = parser.parse_args()
+    if args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
     zoo_atari_ppo = args.zoo_atari and args.algo == "ppo"
     if zoo_atari_ppo or args.sb3_wrappers:
         envs = VecFrameStack(make_atari_env(args.env, n_envs=args.n_envs, seed=args.seed), n_stack=4)
@@ -179,6 +185,7 @@ def main() -> None:
         "seconds": watch.solved_at[0] if watch.solved_at else time.monotonic() - watch.started,
         "frames": (watch.solved_at[1] if watch.solved_at else model.num_timesteps) * frames_per_step,
         "curve": watch.curve,
+        "torch_threads": torch.get_num_threads(),
     }))
 
 

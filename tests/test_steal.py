@@ -67,3 +67,7 @@ def test_reports_say_how_busy_other_processes_kept_the_cores_before_the_run():
     # under the warning's threshold, and in runs recorded before the reading, nothing is said
     assert "busy at launch" not in atari_report([run | {"provenance": source | {"busy_before": 0.02}}])
     assert "busy at launch" not in atari_report([run | {"provenance": source}])
+    # a peer's torch threads, which decide its minutes beside other processes, are in its line
+    peer = run | {"provenance": source, "settings": {"life_loss": True, "torch_threads": 1}}
+    assert "commit abc, SB3 on 1 torch thread(s)" in atari_report([peer])
+    assert "torch thread" not in atari_report([run | {"provenance": source, "settings": {"life_loss": True}}])
