@@ -52,10 +52,13 @@ class EnvError(ValueError):
 
 
 def _register_atari() -> None:
+    """Register ale-py's ids, and keep its warnings but not its banner, which it printed
+    above a run's first line (and above a bad input's one-line error)."""
     try:
         import ale_py
     except ImportError:  # Atari is optional at import time; unknown ids are reported later
         return
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
     gym.register_envs(ale_py)
 
 

@@ -326,10 +326,13 @@ def test_the_installed_commands_are_the_scripts_entry_points():
 
 
 def test_python_dash_m_a3c_is_the_train_command(tmp_path):
-    # its bad input: one line and exit 2, as run_a3c.py's (a whole run: tests/test_end_to_end.py)
-    finished = subprocess.run([sys.executable, "-m", "a3c", "-n", "x", "--env", "CartPole-v1",
-                               "--lr", "-1", "--logdir", str(tmp_path)],
+    # its bad input, found after Pong's env was made: one line and exit 2, as run_a3c.py's, and
+    # nothing on stdout (ale-py's banner stays unprinted); a whole run: tests/test_end_to_end.py
+    missing = tmp_path / "missing.pt"
+    finished = subprocess.run([sys.executable, "-m", "a3c", "-n", "x", "--resume", str(missing),
+                               "--logdir", str(tmp_path)],
                               capture_output=True, text=True, timeout=120, check=False)
     assert finished.returncode == 2
-    assert finished.stderr.strip().splitlines() == ["run_a3c.py: error: --lr must be > 0, got -1.0"]
-    assert not any(tmp_path.iterdir())
+    assert finished.stderr.strip().splitlines() == [
+        f"run_a3c.py: error: --resume: checkpoint '{missing}' does not exist"]
+    assert finished.stdout == "" and not any(tmp_path.iterdir())
