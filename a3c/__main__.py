@@ -2,6 +2,14 @@
 installed the package without this repository's scripts."""
 import gc
 import sys
+from pathlib import Path
+
+
+def command_name() -> str:
+    """How the user started the command, for its usage and errors: ``run_a3c.py``,
+    ``a3c-train`` or ``python -m a3c``."""
+    name = Path(sys.argv[0]).name
+    return "python -m a3c" if name == "__main__.py" else name
 
 
 def train() -> None:
@@ -12,7 +20,7 @@ def train() -> None:
     the training loop."""
     from a3c.cli import main
 
-    exit_code = main()
+    exit_code = main(prog=command_name())
     # The run is saved and its files closed; frozen objects are left out of the collection
     # at interpreter exit, which walks every object torch created (about 0.7 s on 2 cores).
     gc.freeze()

@@ -7,20 +7,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from a3c.config import ConfigError, exit_on_config_error, parse_config
+from a3c.config import COMMAND, ConfigError, exit_on_config_error, parse_config
 from a3c.lifecycle.reporter import ConsoleReporter
 from a3c.lifecycle.signals import StopSignals
 from a3c.lifecycle.trainer import Trainer, exit_code
 from a3c.preflight import preflight
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = COMMAND) -> int:
+    """Train from the command line (``prog`` names the command in its usage and errors);
+    the run's exit code."""
     try:
-        config = parse_config(argv)
+        config = parse_config(argv, prog)
         trainer = Trainer.from_config(config, env_info=preflight(config),
                                       reporter=ConsoleReporter())
     except ConfigError as error:
-        exit_on_config_error(error)
+        exit_on_config_error(error, prog)
 
     def exit_now(code: int) -> None:
         """A second Ctrl-C or SIGTERM: kill the workers and leave at once. The ending saves
@@ -36,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             while not (result := trainer.train())["done"]:
                 pass
         except ConfigError as error:  # what only the backend can tell, before any worker
-            exit_on_config_error(error)
+            exit_on_config_error(error, prog)
     mean = result["episode_reward_mean"]
     mean_text = "n/a" if mean is None else f"{mean:.2f}"
     print(f"{result['reason']}: {result['frames']:,} frames, {result['episodes']:,} episodes, "

@@ -201,12 +201,16 @@ def _help(setting: dataclasses.Field) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMAND = "run_a3c.py"
+"""The train command's name in its usage and errors, unless the command says it was started as another."""
+
+
+def build_parser(prog: str = COMMAND) -> argparse.ArgumentParser:
     """Every setting of ``Config`` as a flag; family settings default to None (their
     algorithm's value for the env's family)."""
     algorithms = "; ".join(f"{name}: {get_algorithm(name).summary}" for name in algorithm_names())
     parser = _OneLineParser(
-        prog="run_a3c.py",
+        prog=prog,
         description=f"Train an agent with asynchronous actors and one learner. --algo {algorithms}. "
                     "Unset hyperparameters come from the algorithm's values for the env's family.",
         formatter_class=_DefaultsHelpFormatter,
@@ -390,11 +394,11 @@ def validate(config: Config, family: EnvFamily) -> None:
     get_algorithm(config.algo).check(config, family.atari)
 
 
-def parse_config(argv: Sequence[str] | None = None) -> Config:
+def parse_config(argv: Sequence[str] | None = None, prog: str = COMMAND) -> Config:
     """Parse the command line and make the validated Config; ConfigError on bad input."""
-    return make_config(**vars(build_parser().parse_args(argv)))
+    return make_config(**vars(build_parser(prog).parse_args(argv)))
 
 
-def exit_on_config_error(error: ConfigError) -> NoReturn:
-    print(f"run_a3c.py: error: {error}", file=sys.stderr)
+def exit_on_config_error(error: ConfigError, prog: str = COMMAND) -> NoReturn:
+    print(f"{prog}: error: {error}", file=sys.stderr)
     sys.exit(2)

@@ -334,5 +334,5 @@ def test_python_dash_m_a3c_is_the_train_command(tmp_path):
                               capture_output=True, text=True, timeout=120, check=False)
     assert finished.returncode == 2
     assert finished.stderr.strip().splitlines() == [
-        f"run_a3c.py: error: --resume: checkpoint '{missing}' does not exist"]
+        f"python -m a3c: error: --resume: checkpoint '{missing}' does not exist"]
     assert finished.stdout == "" and not any(tmp_path.iterdir())
