@@ -77,7 +77,7 @@ class VectorActor:
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
                  scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = (),
-                 global_state: bool = False, life_loss: bool = False):
+                 global_state: bool = False, life_loss: bool = False, frame_stack: int = 1):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -89,7 +89,7 @@ class VectorActor:
         self.bf16 = bf16
         self.device = next(net.parameters()).device
         self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size, env_config=env_config,
-                                    worker_index=worker_index, global_state=global_state)
+                                    worker_index=worker_index, global_state=global_state, frame_stack=frame_stack)
         self.reward_scaler = RewardScaler(self.envs.num_envs, gamma) if scale_rewards else None
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,

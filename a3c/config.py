@@ -82,6 +82,10 @@ class RunSettings:
         "Atari frames' side in pixels: 84, or 42 (a quarter of the pixels: the net's first layer "
         "takes 4x4 patches at stride 2 instead of 8x8 at 4; more frames to solve Pong so far); "
         "default: 84", None, choices=SCREEN_SIZES, family=True)
+    frame_stack: int = option(
+        "any env but Atari (whose frames stack 4): the net sees the last N observations end to end, "
+        "zeros before an episode's first; memory for a net without --lstm, as SB3's frame_stack", 1,
+        at_least=1)
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "
         "for Atari, off otherwise", None, family=True)
@@ -381,6 +385,9 @@ def validate(config: Config, family: EnvFamily) -> None:
         raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
     if config.life_loss and not family.atari:
         raise ConfigError(f"--life-loss is for Atari games; {config.env_id} has no lives")
+    if config.frame_stack > 1 and (family.atari or family.multiagent):
+        raise ConfigError(f"--frame-stack is for envs with one agent and no Atari frames (which stack 4); "
+                          f"{config.env_id} has {'Atari frames' if family.atari else 'several agents'}")
     for key, bound in (config.stop or {}).items():
         if key not in STOP_KEYS:
             raise ConfigError(f"--stop {key}: not a result key a run can stop on; those are {', '.join(STOP_KEYS)}")

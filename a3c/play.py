@@ -70,6 +70,7 @@ class SavedPolicy(NamedTuple):
     algorithm: Algorithm
     net: nn.Module
     env_config: dict | None = None
+    frame_stack: int = 1
 
 
 def load_policy(path: str) -> SavedPolicy:
@@ -77,22 +78,26 @@ def load_policy(path: str) -> SavedPolicy:
     try:
         state = load_checkpoint(path)
         env_id, screen_size = state["config"]["env_id"], state["config"].get("screen_size")
-        env_config = state["config"].get("env_config")
+        env_config, frame_stack = state["config"].get("env_config"), state["config"].get("frame_stack", 1)
         algorithm = get_algorithm(saved_algorithm(state))
-        net = algorithm.build_net(describe_env(env_id, screen_size, env_config, algorithm.central_critic),
-                                  state["config"])
+        net = algorithm.build_net(describe_env(env_id, screen_size, env_config, algorithm.central_critic,
+                                               frame_stack), state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
     except (KeyError, TypeError, RuntimeError) as exc:
         raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
-    return SavedPolicy(env_id, screen_size, algorithm, net.eval(), env_config)
+    return SavedPolicy(env_id, screen_size, algorithm, net.eval(), env_config, frame_stack)
 
 
-def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None = None,
-                  env_config: dict | None = None) -> gym.Env:
+def make_play_env(policy: SavedPolicy, record_dir: str | None) -> gym.Env:
+    """The env ``policy`` was trained on, as its workers made it; recording each episode's
+    video in ``record_dir``, if given."""
+    env_id = policy.env_id
+    settings = {"screen_size": policy.screen_size, "env_config": policy.env_config,
+                "frame_stack": policy.frame_stack}
     if record_dir is None:
-        return make_env(env_id, screen_size=screen_size, env_config=env_config)
+        return make_env(env_id, **settings)
     if is_multiagent(env_id):
         raise PlayError(f"--record is for single-agent envs; {env_id} has several agents")
     try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
@@ -105,8 +110,7 @@ def make_play_env(env_id: str, record_dir: str | None, screen_size: int | None =
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
     recorder = partial(gym.wrappers.RecordVideo, video_folder=record_dir,
                        episode_trigger=lambda episode: True, name_prefix=env_id.replace("/", "-"))
-    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, screen_size=screen_size,
-                    env_config=env_config)
+    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, **settings)
 
 
 def policy_step(net: nn.Module, algorithm: Algorithm, observations: np.ndarray, greedy: bool,
@@ -163,13 +167,14 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
         raise PlayError(f"--episodes must be >= 1, got {episodes}")
     if max_steps < 1:
         raise PlayError(f"--max-steps must be >= 1, got {max_steps}")
-    env_id, screen_size, algorithm, net, env_config = load_policy(path)
+    policy = load_policy(path)
     torch.manual_seed(seed)
-    env = make_play_env(env_id, record_dir, screen_size, env_config)
+    env = make_play_env(policy, record_dir)
     played = []
     try:
         for index in range(episodes):
-            episode = play_episode(env, partial(act_once, net, algorithm, greedy=greedy), seed + index, max_steps)
+            episode = play_episode(env, partial(act_once, policy.net, policy.algorithm, greedy=greedy),
+                                   seed + index, max_steps)
             played.append(episode)
             cut = f" (cut at {max_steps} steps)" if episode.cut else ""
             print(f"episode {index + 1}: return {episode.reward:.1f}, {episode.length} steps{cut}",
@@ -177,7 +182,7 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
     finally:
         env.close()
     mode = "greedy" if greedy else "sampled"
-    print(f"{env_id}, {mode} actions: mean return {np.mean([e.reward for e in played]):.2f} "
+    print(f"{policy.env_id}, {mode} actions: mean return {np.mean([e.reward for e in played]):.2f} "
           f"over {episodes} episodes" + (f"; videos in {record_dir}" if record_dir else ""), flush=True)
     return played
 

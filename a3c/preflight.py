@@ -42,7 +42,7 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(str(exc)) from exc
     try:
         env_info = describe_env(config.env_id, config.screen_size, config.env_config,
-                                get_algorithm(config.algo).central_critic)
+                                get_algorithm(config.algo).central_critic, config.frame_stack)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     except (DependencyNotInstalled, ImportError) as exc:  # Box2D's or MuJoCo's envs without their package

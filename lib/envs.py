@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -101,9 +101,11 @@ def registered_by_user(env_id: str) -> bool:
 def make_env(env_id: str, render_mode: str | None = None,
              wrap_raw: Callable[[gym.Env], gym.Env] | None = None,
              noop_max: int = ATARI_NOOP_MAX, screen_size: int | None = None,
-             env_config: Mapping[str, Any] | None = None, worker_index: int = 0, vector_index: int = 0) -> gym.Env:
+             env_config: Mapping[str, Any] | None = None, worker_index: int = 0, vector_index: int = 0,
+             frame_stack: int = 1) -> gym.Env:
     """One env, preprocessed the way the models expect it; Atari frames are
-    ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``).
+    ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``); any other env's (flattened)
+    observations are the last ``frame_stack`` of them in one vector (``stacked_observations``).
 
     ``env_config`` goes to a registered env's creator as an ``EnvContext`` (with the worker's
     and the env's index), or to ``gymnasium.make`` as keywords for any other id.
@@ -123,7 +125,9 @@ def make_env(env_id: str, render_mode: str | None = None,
         env = gym.make(env_id, **kwargs)
         if wrap_raw is not None:
             env = wrap_raw(env)
-        return flat_observations(env) if needs_flattening(env.observation_space) else env
+        if needs_flattening(env.observation_space):
+            env = flat_observations(env)
+        return stacked_observations(env, frame_stack) if frame_stack > 1 else env
     if env_id.startswith("ALE/"):
         kwargs["frameskip"] = 1
     env = gym.make(env_id, **kwargs)
@@ -226,6 +230,14 @@ def flat_observations(env: gym.Env) -> gym.Env:
     return gym.wrappers.TransformObservation(flat, lambda observation: observation.astype(np.float32), float_space)
 
 
+def stacked_observations(env: gym.Env, frames: int) -> gym.Env:
+    """``env`` whose observation is its last ``frames`` flat observations end to end, oldest
+    first; an episode starts from zeros and its first observation last, so the net sees how
+    far in it is (SB3's VecFrameStack, for memory without a recurrent net)."""
+    stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
+    return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
+
+
 def unflattened_space(env: gym.Env) -> gym.Space | None:
     """The observation space ``flat_observations`` flattened, where ``env`` is its result (the
     env's own space, or its wrappers' where they change it); None for any other env, one the
@@ -250,20 +262,21 @@ def sync_vector_env(env_fns: list[Callable[[], gym.Env]]) -> SyncVectorEnv:
 
 def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
                     screen_size: int | None = None, env_config: Mapping[str, Any] | None = None,
-                    worker_index: int = 0, global_state: bool = False) -> VectorEnv:
+                    worker_index: int = 0, global_state: bool = False, frame_stack: int = 1) -> VectorEnv:
     """The envs a worker steps: ale-py's native vector env for Atari, the env's own numpy
     vectorisation where gymnasium registers one (CartPole: NEXT_STEP autoreset, about a
-    fifth of the time of 16 separate envs) unless ``env_config`` is given, else
-    ``sync_vector_env`` of ``make_env`` (each env told its ``worker_index`` and its index). A
-    multi-agent env gives ``AgentSlots``: a slot per agent of each of the ``num_envs`` envs."""
+    fifth of the time of 16 separate envs) unless ``env_config`` or ``frame_stack`` is given,
+    else ``sync_vector_env`` of ``make_env`` (each env told its ``worker_index`` and its
+    index). A multi-agent env gives ``AgentSlots``: a slot per agent of each of the
+    ``num_envs`` envs."""
     if is_multiagent(env_id):
         return AgentSlots(env_id, num_envs, global_state)
     spec = _spec(env_id)
     if not is_atari(env_id):
-        if spec.vector_entry_point is not None and not env_config:
+        if spec.vector_entry_point is not None and not env_config and frame_stack == 1:
             return gym.make_vec(spec, num_envs=num_envs, vectorization_mode="vector_entry_point")
         return sync_vector_env([partial(make_env, env_id, env_config=env_config, worker_index=worker_index,
-                                        vector_index=index) for index in range(num_envs)])
+                                        vector_index=index, frame_stack=frame_stack) for index in range(num_envs)])
     screen_size = screen_size or ATARI_SCREEN_SIZE
     from ale_py.vector_env import AtariVectorEnv
 
@@ -355,15 +368,24 @@ class EnvInfo:
 
 
 def describe_env(env_id: str, screen_size: int | None = None, env_config: Mapping[str, Any] | None = None,
-                 global_state: bool = False) -> EnvInfo:
+                 global_state: bool = False, frame_stack: int = 1) -> EnvInfo:
     """Build one env (Atari frames ``screen_size`` pixels square, None: the default), check
     that the nets can take it, and report its shapes.
 
     Raises EnvError for unknown ids, actions neither Discrete nor a flat MultiDiscrete or Box, and
     observations that are neither a flat vector, Atari frames nor an image (``image_layout``).
     A multi-agent env is described as one agent sees it: its own observation and one-hot index
-    (after every agent's, with ``global_state``), its actions.
+    (after every agent's, with ``global_state``), its actions. With ``frame_stack``, the
+    observation is that many of the env's vectors (``stacked_observations``), taken as they come.
     """
+    if frame_stack > 1:
+        single = describe_env(env_id, screen_size, env_config, global_state)
+        if single.atari or single.agents or single.image_parts:
+            what = "Atari frames, which stack 4 already" if single.atari else "an image" if single.image_parts \
+                else "several agents' observations"
+            raise EnvError(f"--frame-stack stacks vector observations; {env_id} has {what}")
+        return replace(single, observation_shape=(frame_stack * single.observation_shape[0],),
+                                   raw_observation_space=None)
     if is_multiagent(env_id):
         return _describe_multiagent(env_id, global_state)
     atari = is_atari(env_id)

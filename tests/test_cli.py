@@ -104,6 +104,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--env-config", "[1, 2]"], "--env-config: must be a JSON object"),
     (["-n", "x", "--env", "CartPole-v1", "--env-config", "{size: 5}"], "--env-config: not JSON"),
     (["-n", "x", "--env-config", '{"frameskip": 2}'], "--env-config is for envs made one by one"),
+    (["-n", "x", "--frame-stack", "4"], "--frame-stack is for envs with one agent and no Atari frames"),
     (["-n", "x", "--env", "CartPole-v1", "--env-config", '{"no_such_keyword": 2}'], "making CartPole-v1 failed"),
 ]
 # nothing listens on port 1 of this machine: refused at once, never a minute of retries

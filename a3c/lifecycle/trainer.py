@@ -197,7 +197,8 @@ class Trainer:
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
         episodes = self.config.eval_episodes if episodes is None else episodes
-        env = make_env(self.config.env_id, screen_size=self.config.screen_size, env_config=self.config.env_config)
+        env = make_env(self.config.env_id, screen_size=self.config.screen_size, env_config=self.config.env_config,
+                       frame_stack=self.config.frame_stack)
         try:
             played = [play_episode(env, self._act_greedily, self.config.seed + 10_000 + index, DEFAULT_MAX_STEPS)
                       for index in range(episodes)]
@@ -222,9 +223,16 @@ class Trainer:
         """The action for one raw env observation, in this process (no worker involved). On a
         multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
         action per agent for the joint observation that ``play`` steps. With ``lstm``: the
-        action and the next state, ``state`` being the last call's (None: an episode's start)."""
+        action and the next state, ``state`` being the last call's (None: an episode's start).
+        With ``frame_stack``: the stacked observation, as ``lib.envs.make_env(env,
+        frame_stack=N)`` gives it."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
+        stacked_shape = self._shared.env_info.observation_shape
+        if self.config.frame_stack > 1 and np.shape(observation) != stacked_shape:
+            raise ValueError(f"this run's net takes the last {self.config.frame_stack} observations end to "
+                             f"end, shape {stacked_shape} (as lib.envs.make_env(..., frame_stack="
+                             f"{self.config.frame_stack}) gives them); got shape {np.shape(observation)}")
         recurrent = is_recurrent(self.net)
         if state is not None and not recurrent:
             raise ValueError("state is for a recurrent policy (lstm=True)")
