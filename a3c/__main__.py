@@ -1,6 +1,7 @@
 """``python -m a3c`` and the installed ``a3c-train`` command: ``run_a3c.py`` for a user who
 installed the package without this repository's scripts."""
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -17,9 +18,15 @@ def train() -> None:
 
     The learner's imports wait until here: spawned workers re-import the script that started
     them (``run_a3c.py`` or the ``a3c-train`` wrapper) and should not pay for tensorboardX and
-    the training loop."""
+    the training loop.
+
+    The working folder is searched last for modules, as ``python -m`` and ``python run_a3c.py``
+    from there search it first: ``--env mymodule:grid`` and ``--callbacks mymodule:Class`` find
+    the user's module (spawned workers inherit the search path)."""
     from a3c.cli import main
 
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     exit_code = main(prog=command_name())
     # The run is saved and its files closed; frozen objects are left out of the collection
     # at interpreter exit, which walks every object torch created (about 0.7 s on 2 cores).
