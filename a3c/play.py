@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -46,8 +46,8 @@ class EpisodePlayed:
     """True when ``max_steps`` ended the episode rather than the env."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="play_a3c.py", description=__doc__.splitlines()[0],
+def build_parser(prog: str = "play_a3c.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("checkpoint", help="checkpoint.pt or best.pt of a run")
     parser.add_argument("-e", "--episodes", type=int, default=5, help="episodes to play")
@@ -187,15 +187,17 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
     return played
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "play_a3c.py") -> int:
+    """Play from the command line (``prog`` names the command in its usage and errors)."""
+    args = build_parser(prog).parse_args(argv)
     try:
         play(args.checkpoint, args.episodes, args.greedy, args.record, args.seed, args.max_steps)
     except PlayError as error:
-        _fail(error)
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
     return 0
 
 
-def _fail(error: PlayError) -> NoReturn:
-    print(f"play_a3c.py: error: {error}", file=sys.stderr)
-    sys.exit(2)
+def installed_command() -> int:
+    """The ``a3c-play`` command: ``main`` under that name."""
+    return main(prog="a3c-play")
