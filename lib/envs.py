@@ -125,9 +125,9 @@ def make_env(env_id: str, render_mode: str | None = None,
         env = gym.make(env_id, **kwargs)
         if wrap_raw is not None:
             env = wrap_raw(env)
-        if needs_flattening(env.observation_space):
-            env = flat_observations(env)
-        return stacked_observations(env, frame_stack) if frame_stack > 1 else env
+        if frame_stack > 1:
+            env = stacked_observations(env, frame_stack)
+        return flat_observations(env) if needs_flattening(env.observation_space) else env
     if env_id.startswith("ALE/"):
         kwargs["frameskip"] = 1
     env = gym.make(env_id, **kwargs)
@@ -192,15 +192,17 @@ class ImagePart:
 
 
 def image_layout(space: gym.Space) -> tuple[int, int, int] | None:
-    """``space``'s shape if it is an image, else None: a uint8 Box of 0-255 in three axes, one
-    of them (the last, else the first) at most 4 channels, the other two at least
-    ``MIN_IMAGE_SIDE`` pixels."""
+    """``space``'s shape if it is an image, else None: a uint8 Box of 0-255 in three axes, two
+    of them at least ``MIN_IMAGE_SIDE`` pixels and the third, the last or else the first, fewer
+    (its channels: colours, or stacked frames)."""
     if not (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3):
         return None
     if not (np.all(space.low == 0) and np.all(space.high == 255)):
         return None
-    sides = space.shape[:2] if space.shape[2] <= 4 else space.shape[1:] if space.shape[0] <= 4 else (0,)
-    return tuple(space.shape) if min(sides) >= MIN_IMAGE_SIDE else None
+    height, width, last = space.shape
+    if min(height, width) >= MIN_IMAGE_SIDE > last or min(width, last) >= MIN_IMAGE_SIDE > height:
+        return tuple(space.shape)
+    return None
 
 
 def image_parts(space: gym.Space, offset: int = 0) -> tuple[ImagePart, ...]:
@@ -208,7 +210,7 @@ def image_parts(space: gym.Space, offset: int = 0) -> tuple[ImagePart, ...]:
     gymnasium's flattening puts them."""
     shape = image_layout(space)
     if shape is not None:
-        return (ImagePart(offset, shape, channels_last=shape[2] <= 4),)
+        return (ImagePart(offset, shape, channels_last=shape[2] < MIN_IMAGE_SIDE),)
     if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
         return ()
     parts: list[ImagePart] = []
@@ -231,11 +233,24 @@ def flat_observations(env: gym.Env) -> gym.Env:
 
 
 def stacked_observations(env: gym.Env, frames: int) -> gym.Env:
-    """``env`` whose observation is its last ``frames`` flat observations end to end, oldest
-    first; an episode starts from zeros and its first observation last, so the net sees how
-    far in it is (SB3's VecFrameStack, for memory without a recurrent net)."""
+    """``env`` whose observation is its last ``frames`` observations, oldest first: an image's
+    as more channels (``frames`` times its own), anything else flattened and end to end. An
+    episode starts from zeros and its first observation last, so the net sees how far in it
+    is (SB3's VecFrameStack, for motion or memory without a recurrent net)."""
+    layout = image_layout(env.observation_space)
+    if layout is None:
+        if needs_flattening(env.observation_space):
+            env = flat_observations(env)
+        stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
+        return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
     stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
-    return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
+    if layout[2] < MIN_IMAGE_SIDE:  # (frames, H, W, C) to (H, W, frames * C)
+        shape = (*layout[:2], frames * layout[2])
+        return gym.wrappers.TransformObservation(
+            stacked, lambda frames_first: np.moveaxis(frames_first, 0, 2).reshape(shape),
+            gym.spaces.Box(0, 255, shape, np.uint8))
+    # channels first: (frames, C, H, W) to (frames * C, H, W)
+    return gym.wrappers.ReshapeObservation(stacked, (frames * layout[0], *layout[1:]))
 
 
 def unflattened_space(env: gym.Env) -> gym.Space | None:
@@ -380,16 +395,18 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     """
     if frame_stack > 1:
         single = describe_env(env_id, screen_size, env_config, global_state)
-        if single.atari or single.agents or single.image_parts:
-            what = "Atari frames, which stack 4 already" if single.atari else "an image" if single.image_parts \
-                else "several agents' observations"
-            raise EnvError(f"--frame-stack stacks vector observations; {env_id} has {what}")
-        return replace(single, observation_shape=(frame_stack * single.observation_shape[0],),
-                                   raw_observation_space=None)
+        lone_image = single.raw_observation_space is not None and image_layout(single.raw_observation_space)
+        if single.atari or single.agents or (single.image_parts and not lone_image):
+            what = "Atari frames, which stack 4 already" if single.atari else "several agents" \
+                if single.agents else "an image inside its observation"
+            raise EnvError(f"--frame-stack stacks an image alone or a vector; {env_id} has {what}")
+        if not lone_image:
+            return replace(single, observation_shape=(frame_stack * single.observation_shape[0],),
+                           raw_observation_space=None)
     if is_multiagent(env_id):
         return _describe_multiagent(env_id, global_state)
     atari = is_atari(env_id)
-    env = make_env(env_id, screen_size=screen_size, env_config=env_config)
+    env = make_env(env_id, screen_size=screen_size, env_config=env_config, frame_stack=frame_stack)
     try:
         action_space, obs_space = env.action_space, env.observation_space
         raw_space = None if atari else unflattened_space(env)
@@ -408,8 +425,8 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     if not atari and len(obs_space.shape) != 1:
         raise EnvError(
             f"{env_id} observations have shape {obs_space.shape}; the MLP needs a flat vector, the "
-            f"conv nets Atari frames or uint8 images of 0-255 (height, width, up to 4 channels, or "
-            f"channels first) at least {MIN_IMAGE_SIDE} pixels a side"
+            f"conv nets Atari frames or uint8 images of 0-255 (height, width, channels, or channels "
+            f"first) at least {MIN_IMAGE_SIDE} pixels a side, with fewer channels"
         )
     return EnvInfo(
         env_id=env_id,

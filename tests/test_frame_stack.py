@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
@@ -12,6 +13,7 @@ from a3c import Trainer
 from a3c.play import load_policy, play
 from lib.envs import EnvError, describe_env, make_env, make_vector_env
 from lib.memory_task import ENV_ID
+from tests import toy_envs  # noqa: F401  (registers the image envs)
 
 BLANK, ANSWER = [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]
 
@@ -43,8 +45,28 @@ def test_a_worker_steps_stacked_envs_one_by_one_and_the_net_is_told_the_stacked_
     assert stacked.observation_shape == (27,) and stacked.raw_observation_space is None
 
 
-def test_a_stack_of_images_is_refused_in_one_line():
-    with pytest.raises(EnvError, match="--frame-stack stacks vector observations; .* has an image"):
+@pytest.mark.parametrize("channels_first", [False, True])
+def test_an_images_frames_stack_as_its_channels_oldest_first(channels_first):
+    settings = {"env_config": {"channels_first": channels_first}, "frame_stack": 2}
+    stacked = gym.make("tests.toy_envs:SideImageBox-v0", **settings["env_config"])  # the frames by hand
+    env = make_env("tests.toy_envs:SideImageBox-v0", **settings)
+    axis = 0 if channels_first else 2
+
+    def unflattened(observation):
+        return observation.reshape((6, 40, 40) if channels_first else (40, 40, 6))
+
+    first = unflattened(env.reset(seed=3)[0])
+    frame_0 = stacked.reset(seed=3)[0]
+    assert np.array_equal(first, np.concatenate([np.zeros_like(frame_0), frame_0], axis))
+    second = unflattened(env.step(0)[0])
+    assert np.array_equal(second, np.concatenate([frame_0, stacked.step(0)[0]], axis))
+    info = describe_env("tests.toy_envs:SideImageBox-v0", **settings)
+    (part,) = info.image_parts  # one image of 6 channels for the conv body
+    assert part.channels_first_shape == (6, 40, 40) and info.observation_shape == (6 * 40 * 40,)
+
+
+def test_a_stack_of_an_image_inside_a_dict_is_refused_in_one_line():
+    with pytest.raises(EnvError, match="--frame-stack stacks an image alone or a vector; .* an image inside"):
         describe_env("tests.toy_envs:SideImage-v0", frame_stack=2)
 
 
@@ -60,8 +82,24 @@ def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observati
         assert trainer.compute_action(answer_step, greedy=True) == 1
         answer_step[:3] = [1.0, 0.0, 0.0]
         assert trainer.compute_action(answer_step, greedy=True) == 0
-        with pytest.raises(ValueError, match=r"the last 9 observations end to end, shape \(27,\)"):
+        with pytest.raises(ValueError, match=r"the last 9 observations stacked, shape \(27,\)"):
             trainer.compute_action(np.array(ANSWER, np.float32))
     best = Path(result["run_dir"]) / "best.pt"
     assert load_policy(str(best)).frame_stack == 9  # play makes the env as the workers did
     assert np.mean([episode.reward for episode in play(str(best), episodes=20, greedy=True)]) >= 0.8
+
+
+def test_a_conv_net_learns_from_stacked_frames_and_acts_on_them(tmp_path):
+    """The side of the square pays (tests/toy_envs.py): the newest of 2 stacked frames shows it."""
+    env_config = {"channels_first": False}
+    with Trainer(env="tests.toy_envs:SideImageBox-v0", env_config=env_config, algo="ppo", frame_stack=2,
+                 seed=0, logdir=str(tmp_path), backend="serial", stop_reward=9.0, max_frames=30_000) as trainer:
+        while not (result := trainer.train(seconds=5))["done"]:
+            pass
+        assert result["reason"] == "solved", result
+        env = make_env("tests.toy_envs:SideImageBox-v0", env_config=env_config, frame_stack=2)
+        for seed in range(3):
+            observation, _ = env.reset(seed=seed)  # flat, as the workers step it, or as an image
+            side = env.unwrapped.side
+            assert trainer.compute_action(observation, greedy=True) == side
+            assert trainer.compute_action(observation.reshape(40, 40, 6), greedy=True) == side

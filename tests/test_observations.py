@@ -103,9 +103,12 @@ def test_images_are_found_where_the_flattening_puts_them():
     assert image_parts(CAMERA) == (ImagePart(0, (40, 48, 3), channels_last=True),)
     for not_an_image in (gym.spaces.Box(0.0, 1.0, (40, 48, 3)),  # floats
                          gym.spaces.Box(0, 1, (40, 48, 3), np.uint8),  # not 0-255
-                         gym.spaces.Box(0, 255, (40, 48, 5), np.uint8),  # no axis of at most 4 channels
+                         gym.spaces.Box(0, 255, (40, 48, 36), np.uint8),  # no axis under 36 for channels
                          gym.spaces.Box(0, 255, (35, 48, 3), np.uint8)):  # too small for the Nature CNN
         assert image_parts(not_an_image) == ()
+    # the channels are the axis under 36 pixels: colours, or stacked frames
+    assert image_parts(gym.spaces.Box(0, 255, (40, 48, 12), np.uint8))[0].channels_first_shape == (12, 40, 48)
+    assert image_parts(gym.spaces.Box(0, 255, (35, 40, 48), np.uint8))[0].channels_first_shape == (35, 40, 48)
 
 
 def test_the_encoder_cuts_each_image_back_out_of_a_flat_row():

@@ -225,13 +225,13 @@ class Trainer:
         action per agent for the joint observation that ``play`` steps. With ``lstm``: the
         action and the next state, ``state`` being the last call's (None: an episode's start).
         With ``frame_stack``: the stacked observation, as ``lib.envs.make_env(env,
-        frame_stack=N)`` gives it."""
+        frame_stack=N)`` gives it (a stacked image also as an image, its frames as channels)."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
         stacked_shape = self._shared.env_info.observation_shape
-        if self.config.frame_stack > 1 and np.shape(observation) != stacked_shape:
-            raise ValueError(f"this run's net takes the last {self.config.frame_stack} observations end to "
-                             f"end, shape {stacked_shape} (as lib.envs.make_env(..., frame_stack="
+        if self.config.frame_stack > 1 and np.size(observation) != np.prod(stacked_shape):
+            raise ValueError(f"this run's net takes the last {self.config.frame_stack} observations "
+                             f"stacked, shape {stacked_shape} (as lib.envs.make_env(..., frame_stack="
                              f"{self.config.frame_stack}) gives them); got shape {np.shape(observation)}")
         recurrent = is_recurrent(self.net)
         if state is not None and not recurrent:
