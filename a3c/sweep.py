@@ -143,8 +143,8 @@ def format_table(lines: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m a3c.sweep", description=__doc__.splitlines()[0])
+def build_parser(prog: str = "python -m a3c.sweep") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="CartPole-v1", help="gymnasium env id")
     parser.add_argument("--grid", action="append", default=[], metavar="SETTING=V1,V2",
                         help="values of one setting (a flag of run_a3c.py, with underscores); repeat")
@@ -161,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.sweep") -> int:
+    """Sweep from the command line (``prog`` names the command in its usage and errors)."""
+    args = build_parser(prog).parse_args(argv)
     name = args.name or f"sweep-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = Path(args.logdir).resolve() / name
     try:
@@ -180,12 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ray_address is not None:
             check_address(args.ray_address)
     except ConfigError as error:
-        print(f"python -m a3c.sweep: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     try:
         import ray  # noqa: F401
     except ImportError:
-        print('python -m a3c.sweep: error: Ray Tune is not installed: pip install -e ".[tune]"',
+        print(f'{prog}: error: Ray Tune is not installed: pip install -e ".[tune]"',
               file=sys.stderr)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
@@ -193,6 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(format_table(summarize(rows, list(grid))))
     print(f"runs in {folder}")
     return 0 if all(row["error"] is None for row in rows) else 1
+
+
+def installed_command() -> int:
+    """The ``a3c-sweep`` command: ``main`` under that name."""
+    return main(prog="a3c-sweep")
 
 
 if __name__ == "__main__":

@@ -323,7 +323,7 @@ def test_the_installed_commands_are_the_scripts_entry_points():
     commands = {point.name: point.load() for point in entry_points(group="console_scripts")
                 if point.name.startswith("a3c-")}
     assert commands == {"a3c-train": a3c.__main__.train, "a3c-play": a3c.play.installed_command,
-                        "a3c-sweep": a3c.sweep.main}
+                        "a3c-sweep": a3c.sweep.installed_command}
 
 
 def test_python_dash_m_a3c_is_the_train_command(tmp_path):
