@@ -207,6 +207,25 @@ def test_a_second_trainer_in_the_same_process_after_the_first(tmp_path):
         assert no_children()
 
 
+def test_runs_of_one_name_env_and_seed_in_the_same_second_get_a_folder_each(tmp_path, monkeypatch):
+    from a3c.config import make_config
+    from a3c.lifecycle.run import RUN_DIR_TRIES, make_run_dir
+
+    monkeypatch.setattr("a3c.lifecycle.run.time.time", lambda: 1_800_000_000.4)
+    config = make_config(name="cp", env="CartPole-v1", logdir=str(tmp_path))
+    folders = [make_run_dir(config).name for _ in range(3)]
+    assert folders == ["cp__CartPole-v1__0__1800000000", "cp__CartPole-v1__0__1800000000-2",
+                       "cp__CartPole-v1__0__1800000000-3"]
+    for attempt in range(4, RUN_DIR_TRIES + 1):
+        (tmp_path / f"cp__CartPole-v1__0__1800000000-{attempt}").mkdir()
+    with pytest.raises(ConfigError, match="-2 to -100 exist already"):
+        make_run_dir(config)
+    blocked = make_config(name="cp", env="CartPole-v1", logdir=str(tmp_path / "summary.json" / "x"))
+    (tmp_path / "summary.json").write_text("{}")  # a file where a folder must go: the system's reason
+    with pytest.raises(ConfigError, match="cannot create cp__CartPole-v1__0__1800000000 .Not a directory"):
+        make_run_dir(blocked)
+
+
 def test_memory_stays_flat_over_hundreds_of_iterations(tmp_path):
     with Trainer(env=TOY, logdir=str(tmp_path), stop_reward=1e9) as trainer:
         for _ in range(50):  # allocator, writer and queues settle

@@ -173,18 +173,30 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
     return SharedNet(net, version_counter, env_info, restored)
 
 
+RUN_DIR_TRIES = 100
+"""Runs of one name, env and seed that may start in the same second, each getting a folder."""
+
+
 def make_run_dir(config: Config) -> Path:
     """The run's directory, created now (a resumed run's is the checkpoint's); ConfigError
-    with the system's reason when it cannot be, before any worker exists."""
+    with the system's reason when it cannot be, before any worker exists. A run that starts
+    in the same second as another of its name, env and seed (a loop in a notebook, runs
+    launched together) gets the name with -2, -3, ...: creating a folder is atomic, so two
+    processes never share one."""
     if config.resume is not None:
         return Path(config.resume).resolve().parent
-    run_dir = Path(config.logdir) / run_name(config)
-    try:
-        run_dir.mkdir(parents=True)
-    except OSError as exc:
-        raise ConfigError(f"--logdir {config.logdir!r}: cannot create {run_dir.name} "
-                          f"({exc.strerror or exc})") from exc
-    return run_dir
+    name = run_name(config)
+    for attempt in range(1, RUN_DIR_TRIES + 1):
+        run_dir = Path(config.logdir) / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            run_dir.mkdir(parents=True)
+            return run_dir
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"--logdir {config.logdir!r}: cannot create {run_dir.name} "
+                              f"({exc.strerror or exc})") from exc
+    raise ConfigError(f"--logdir {config.logdir!r}: {name} and {name}-2 to -{RUN_DIR_TRIES} exist already")
 
 
 def start_run(config: Config, algorithm: Algorithm, shared: SharedNet, run_dir: Path) -> Run:
