@@ -82,7 +82,7 @@ def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observati
         assert trainer.compute_action(answer_step, greedy=True) == 1
         answer_step[:3] = [1.0, 0.0, 0.0]
         assert trainer.compute_action(answer_step, greedy=True) == 0
-        with pytest.raises(ValueError, match=r"the last 9 observations stacked, shape \(27,\)"):
+        with pytest.raises(ValueError, match=r"takes observations of shape \(27,\): its last 9 stacked"):
             trainer.compute_action(np.array(ANSWER, np.float32))
     best = Path(result["run_dir"]) / "best.pt"
     assert load_policy(str(best)).frame_stack == 9  # play makes the env as the workers did

@@ -89,6 +89,8 @@ def test_train_until_solved_then_save_restore_and_act_without_children(tmp_path)
     batch = np.stack([env.observation_space.sample() for _ in range(7)])
     actions = restored.compute_actions(batch)
     assert actions.shape == (7,) and set(actions) <= {0, 1}
+    with pytest.raises(ValueError, match=r"CartPole-v1's net takes observations of shape \(4,\); got shape \(5,\)"):
+        restored.compute_action(np.zeros(5, np.float32))
 
     with restored:
         going_on = restored.train(frames=2_000)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -228,11 +229,7 @@ class Trainer:
         frame_stack=N)`` gives it (a stacked image also as an image, its frames as channels)."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
-        stacked_shape = self._shared.env_info.observation_shape
-        if self.config.frame_stack > 1 and np.size(observation) != np.prod(stacked_shape):
-            raise ValueError(f"this run's net takes the last {self.config.frame_stack} observations "
-                             f"stacked, shape {stacked_shape} (as lib.envs.make_env(..., frame_stack="
-                             f"{self.config.frame_stack}) gives them); got shape {np.shape(observation)}")
+        check_observation_size(self._shared.env_info, self.config.frame_stack, observation)
         recurrent = is_recurrent(self.net)
         if state is not None and not recurrent:
             raise ValueError("state is for a recurrent policy (lstm=True)")
@@ -413,6 +410,19 @@ class Trainer:
             "reason": None,
             "run_dir": str(run.run_dir),
         }
+
+
+def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
+    """ValueError, naming the shape the net takes, for an array observation of another size
+    (a Dict's is checked by its flattening): torch's own error names only matrix shapes."""
+    raw_space = env_info.raw_observation_space
+    if raw_space is not None and not isinstance(raw_space, gym.spaces.Box):
+        return
+    if np.size(observation) != np.prod(env_info.observation_shape):
+        stacked = (f": its last {frame_stack} stacked, as lib.envs.make_env(..., frame_stack={frame_stack}) "
+                   "gives them" if frame_stack > 1 else "")
+        raise ValueError(f"{env_info.env_id}'s net takes observations of shape {env_info.observation_shape}"
+                         f"{stacked}; got shape {np.shape(observation)}")
 
 
 def stop_criterion_met(stop: Mapping[str, float] | None, result: Mapping[str, Any]) -> str | None:
