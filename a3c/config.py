@@ -83,8 +83,9 @@ class RunSettings:
         "takes 4x4 patches at stride 2 instead of 8x8 at 4; more frames to solve Pong so far); "
         "default: 84", None, choices=SCREEN_SIZES, family=True)
     frame_stack: int = option(
-        "any env but Atari (whose frames stack 4): the net sees the last N observations end to end, "
-        "zeros before an episode's first; memory for a net without --lstm, as SB3's frame_stack", 1,
+        "any env but Atari (whose frames stack 4): the net sees the last N observations (an image's "
+        "as its channels, others end to end), zeros before an episode's first; motion or memory for "
+        "a net without --lstm, as SB3's frame_stack", 1,
         at_least=1)
     clip_rewards: bool | None = option(
         "train on the sign of each reward (episode rewards stay the game's score); default: on "

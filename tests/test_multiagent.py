@@ -14,7 +14,7 @@ from a3c.algos.maddpg.learner import MADDPGUpdate
 from a3c.config import ConfigError
 from a3c.lifecycle.trainer import Trainer
 from a3c.play import PlayError, play
-from lib.envs import EnvError, describe_env
+from lib.envs import EnvError, describe_env, make_env
 from lib.experience import NStepAccumulator, TransitionBatch
 from lib.maddpg import MADDPGNet, actor_joint_actions, critic_targets, straight_through_gumbel
 from lib.multiagent import (
@@ -341,6 +341,8 @@ def test_two_policies_survive_a_checkpoint_and_act_per_agent(tmp_path):
     own = {"agent_0": np.array([0, 0, 1], np.float32), "agent_1": np.array([0, 0, 1], np.float32)}
     assert set(restored.compute_actions(own, greedy=True)) == {"agent_0", "agent_1"}
     assert restored.compute_action(own["agent_1"], greedy=True, agent="agent_1") in (0, 1)
+    joint, _ = make_env(TWO_STEP_GAME).reset(seed=0)  # as play steps it: an action per agent
+    assert restored.compute_action(joint, greedy=True).shape == (2,)
     with pytest.raises(ValueError, match="no agent 'agent_9'"):
         restored.compute_action(own["agent_1"], agent="agent_9")
     assert [episode.length for episode in play(str(path), episodes=2)] == [2, 2]

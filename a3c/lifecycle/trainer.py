@@ -414,9 +414,10 @@ class Trainer:
 
 def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
     """ValueError, naming the shape the net takes, for an array observation of another size
-    (a Dict's is checked by its flattening): torch's own error names only matrix shapes."""
+    (a Dict's is checked by its flattening, a multi-agent env's joint one by its agents'
+    nets): torch's own error names only matrix shapes."""
     raw_space = env_info.raw_observation_space
-    if raw_space is not None and not isinstance(raw_space, gym.spaces.Box):
+    if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box)):
         return
     if np.size(observation) != np.prod(env_info.observation_shape):
         stacked = (f": its last {frame_stack} stacked, as lib.envs.make_env(..., frame_stack={frame_stack}) "
