@@ -104,8 +104,9 @@ def make_env(env_id: str, render_mode: str | None = None,
              env_config: Mapping[str, Any] | None = None, worker_index: int = 0, vector_index: int = 0,
              frame_stack: int = 1) -> gym.Env:
     """One env, preprocessed the way the models expect it; Atari frames are
-    ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``); any other env's (flattened)
-    observations are the last ``frame_stack`` of them in one vector (``stacked_observations``).
+    ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``); any other env's observation
+    is its last ``frame_stack`` observations (``stacked_observations``), flattened where the
+    nets need it.
 
     ``env_config`` goes to a registered env's creator as an ``EnvContext`` (with the worker's
     and the env's index), or to ``gymnasium.make`` as keywords for any other id.
@@ -391,7 +392,8 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     observations that are neither a flat vector, Atari frames nor an image (``image_layout``).
     A multi-agent env is described as one agent sees it: its own observation and one-hot index
     (after every agent's, with ``global_state``), its actions. With ``frame_stack``, the
-    observation is that many of the env's vectors (``stacked_observations``), taken as they come.
+    observation is that many of the env's own (``stacked_observations``): vectors end to end,
+    taken as they come, or an image's frames as its channels.
     """
     if frame_stack > 1:
         single = describe_env(env_id, screen_size, env_config, global_state)
@@ -400,6 +402,10 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
             what = "Atari frames, which stack 4 already" if single.atari else "several agents" \
                 if single.agents else "an image inside its observation"
             raise EnvError(f"--frame-stack stacks an image alone or a vector; {env_id} has {what}")
+        channels = single.image_parts[0].channels_first_shape[0] if lone_image else 0
+        if frame_stack * channels >= MIN_IMAGE_SIDE:
+            raise EnvError(f"--frame-stack {frame_stack}: {env_id}'s images of {channels} channels would "
+                           f"stack to {frame_stack * channels}; an image has fewer than {MIN_IMAGE_SIDE}")
         if not lone_image:
             return replace(single, observation_shape=(frame_stack * single.observation_shape[0],),
                            raw_observation_space=None)

@@ -65,9 +65,12 @@ def test_an_images_frames_stack_as_its_channels_oldest_first(channels_first):
     assert part.channels_first_shape == (6, 40, 40) and info.observation_shape == (6 * 40 * 40,)
 
 
-def test_a_stack_of_an_image_inside_a_dict_is_refused_in_one_line():
+def test_a_stack_of_an_image_inside_a_dict_or_of_too_many_channels_is_refused_in_one_line():
     with pytest.raises(EnvError, match="--frame-stack stacks an image alone or a vector; .* an image inside"):
         describe_env("tests.toy_envs:SideImage-v0", frame_stack=2)
+    with pytest.raises(EnvError, match="images of 3 channels would stack to 36; an image has fewer than 36"):
+        describe_env("tests.toy_envs:SideImageBox-v0", frame_stack=12)
+    assert describe_env("tests.toy_envs:SideImageBox-v0", frame_stack=11).image_parts[0].shape == (33, 40, 40)
 
 
 def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observations(tmp_path):
