@@ -225,12 +225,17 @@ def needs_flattening(space: gym.Space) -> bool:
     return isinstance(space, FLATTENED) or image_layout(space) is not None
 
 
+class FlatObservations(gym.wrappers.TransformObservation):
+    """``flat_observations``'s wrapper, by its own type, so that ``unflattened_space`` never
+    takes a user's flattening for this project's."""
+
+
 def flat_observations(env: gym.Env) -> gym.Env:
     """``env`` with its observations flattened to float32 vectors (gymnasium's flattening)."""
     flat = gym.wrappers.FlattenObservation(env)
     space = flat.observation_space
     float_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
-    return gym.wrappers.TransformObservation(flat, lambda observation: observation.astype(np.float32), float_space)
+    return FlatObservations(flat, lambda observation: observation.astype(np.float32), float_space)
 
 
 def stacked_observations(env: gym.Env, frames: int) -> gym.Env:
@@ -258,10 +263,7 @@ def unflattened_space(env: gym.Env) -> gym.Space | None:
     """The observation space ``flat_observations`` flattened, where ``env`` is its result (the
     env's own space, or its wrappers' where they change it); None for any other env, one the
     user flattened included, whose observations arrive flat."""
-    inner = getattr(env, "env", None)
-    if isinstance(env, gym.wrappers.TransformObservation) and isinstance(inner, gym.wrappers.FlattenObservation):
-        return inner.env.observation_space
-    return None
+    return env.env.env.observation_space if isinstance(env, FlatObservations) else None
 
 
 def flattened(env_info: EnvInfo, observation: Any) -> np.ndarray:

@@ -48,6 +48,9 @@ register_env("grid-tuple", lambda config: GridEnv(tuple_space=True))
 register_env("one-hot", lambda config: gym.wrappers.TransformObservation(
     GridEnv(), lambda observation: observation["cell"], gym.spaces.Discrete(3)))
 register_env("grid-flat-already", lambda config: gym.wrappers.FlattenObservation(GridEnv()))
+register_env("grid-flat-as-ours", lambda config: gym.wrappers.TransformObservation(  # the wrappers ours were
+    gym.wrappers.FlattenObservation(GridEnv()), lambda observation: observation.astype(np.float32),
+    gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)))
 register_env("side-resized", lambda config: gym.wrappers.ResizeObservation(
     tests.toy_envs.SideImageEnv(dict_space=False), (48, 36)))
 
@@ -66,6 +69,7 @@ def test_a_dict_observation_is_its_keys_flattenings_in_sorted_order():
 
 def test_the_space_flattened_is_the_one_the_envs_wrappers_give_and_none_where_the_user_flattened():
     assert describe_env("grid-flat-already").raw_observation_space is None  # arrives flat
+    assert describe_env("grid-flat-as-ours").raw_observation_space is None
     resized = describe_env("side-resized")  # the creator's wrapper, not the env beneath it
     assert resized.raw_observation_space.shape == (48, 36, 3)
     assert resized.image_parts == (ImagePart(0, (48, 36, 3), channels_last=True),)
