@@ -244,12 +244,11 @@ def stacked_observations(env: gym.Env, frames: int) -> gym.Env:
     episode starts from zeros and its first observation last, so the net sees how far in it
     is (SB3's VecFrameStack, for motion or memory without a recurrent net)."""
     layout = image_layout(env.observation_space)
-    if layout is None:
-        if needs_flattening(env.observation_space):
-            env = flat_observations(env)
-        stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
-        return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
+    if layout is None and needs_flattening(env.observation_space):
+        env = flat_observations(env)
     stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
+    if layout is None:  # (frames, size) to one vector
+        return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
     if layout[2] < MIN_IMAGE_SIDE:  # (frames, H, W, C) to (H, W, frames * C)
         shape = (*layout[:2], frames * layout[2])
         return gym.wrappers.TransformObservation(

@@ -36,10 +36,9 @@ def command_flags() -> dict[str, set[str]]:
     def flags(parser) -> set[str]:
         return {option for action in parser._actions for option in action.option_strings}
 
-    train = flags(a3c.config.build_parser())
-    return {"run_a3c.py": train, "a3c-train": train, "a3c": train,
-            "play_a3c.py": flags(a3c.play.build_parser()), "a3c-play": flags(a3c.play.build_parser()),
-            "a3c.sweep": flags(a3c.sweep.build_parser()), "a3c-sweep": flags(a3c.sweep.build_parser())}
+    train, play, sweep = (flags(module.build_parser()) for module in (a3c.config, a3c.play, a3c.sweep))
+    return {"run_a3c.py": train, "a3c-train": train, "a3c": train, "play_a3c.py": play, "a3c-play": play,
+            "a3c.sweep": sweep, "a3c-sweep": sweep}
 
 
 @functools.cache
