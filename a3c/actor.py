@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from lib.distributions import policy_distribution
-from lib.envs import make_vector_env
+from lib.envs import EnvRecipe
 from lib.episodes import Episode, EpisodeCallbacks
 from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from lib.models import evaluate
@@ -52,7 +52,8 @@ class VectorActor:
     learner with a critic over every agent (MADDPG) gives ``joint_rows``: a multi-agent env's
     rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
-    ``env_config`` and ``worker_index`` reach each env's creator (``lib.envs.make_env``).
+    ``env`` says how to make the envs (an id alone: its default settings); ``worker_index``
+    reaches each env's creator (``lib.envs.make_env``).
     ``callbacks`` run their worker-side hooks at each env's episode start, step and end
     (``lib.episodes``); their custom metrics go with the finished episodes.
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
@@ -70,14 +71,14 @@ class VectorActor:
     action (at least that new, since the learner may step while the pass reads the weights).
     """
 
-    def __init__(self, env_id: str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
+    def __init__(self, env: EnvRecipe | str, num_envs: int, reward_steps: int, gamma: float, net: nn.Module,
                  policy_version: Callable[[], int], seed: int, bf16: bool = False,
-                 clip_rewards: bool = False, screen_size: int | None = None,
+                 clip_rewards: bool = False,
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
-                 return_lambda: float = 1.0, env_config: dict | None = None, worker_index: int = 0,
+                 return_lambda: float = 1.0, worker_index: int = 0,
                  scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = (),
-                 global_state: bool = False, life_loss: bool = False, frame_stack: int = 1):
+                 global_state: bool = False, life_loss: bool = False):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
@@ -88,8 +89,8 @@ class VectorActor:
         self.policy_version = policy_version
         self.bf16 = bf16
         self.device = next(net.parameters()).device
-        self.envs = make_vector_env(env_id, num_envs, screen_size=screen_size, env_config=env_config,
-                                    worker_index=worker_index, global_state=global_state, frame_stack=frame_stack)
+        recipe = EnvRecipe(env) if isinstance(env, str) else env
+        self.envs = recipe.make_vector(num_envs, worker_index, global_state)
         self.reward_scaler = RewardScaler(self.envs.num_envs, gamma) if scale_rewards else None
         self.accumulator = NStepAccumulator(self.envs.num_envs, reward_steps, gamma,
                                             self.envs.metadata["autoreset_mode"], clip_rewards,

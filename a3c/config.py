@@ -28,7 +28,15 @@ from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
 from a3c.settings import ConfigError, Preset, option
 from a3c.transport.ray_cluster import parse_address
-from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvFamily, EnvInfo, env_family
+from lib.envs import (
+    ATARI_SCREEN_SIZE,
+    SCREEN_SIZES,
+    EnvError,
+    EnvFamily,
+    EnvInfo,
+    EnvRecipe,
+    env_family,
+)
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 
@@ -134,6 +142,11 @@ class Config(RunSettings, *_ALGORITHM_SETTINGS, Preset):
     @property
     def device(self) -> str:
         return "cuda" if self.cuda else "cpu"
+
+    @property
+    def env_recipe(self) -> EnvRecipe:
+        """How this run's processes make its env."""
+        return EnvRecipe.from_settings(vars(self))
 
 
 SETTINGS = dataclasses.fields(Config)

@@ -24,7 +24,7 @@ from a3c.algos.base import Algorithm
 from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
 from lib.distributions import policy_distribution
-from lib.envs import EnvError, describe_env, make_env
+from lib.envs import EnvError, EnvRecipe
 from lib.models import evaluate
 from lib.multiagent import is_multiagent
 from lib.recurrent import is_recurrent
@@ -62,42 +62,34 @@ def build_parser(prog: str = "play_a3c.py") -> argparse.ArgumentParser:
 
 
 class SavedPolicy(NamedTuple):
-    """What playing a checkpoint needs: its env, as the net saw it, the algorithm and the net."""
+    """What playing a checkpoint needs: its env, made as the net saw it, the algorithm and the net."""
 
-    env_id: str
-    screen_size: int | None
-    """Atari frames' side in pixels (None in checkpoints from before the setting: 84)."""
+    env: EnvRecipe
     algorithm: Algorithm
     net: nn.Module
-    env_config: dict | None = None
-    frame_stack: int = 1
 
 
 def load_policy(path: str) -> SavedPolicy:
     """The env, the algorithm and the trained net of a checkpoint, on the CPU."""
     try:
         state = load_checkpoint(path)
-        env_id, screen_size = state["config"]["env_id"], state["config"].get("screen_size")
-        env_config, frame_stack = state["config"].get("env_config"), state["config"].get("frame_stack", 1)
+        env = EnvRecipe.from_settings(state["config"])
         algorithm = get_algorithm(saved_algorithm(state))
-        net = algorithm.build_net(describe_env(env_id, screen_size, env_config, algorithm.central_critic,
-                                               frame_stack), state["config"])
+        net = algorithm.build_net(env.describe(algorithm.central_critic), state["config"])
         net.load_state_dict(state["model"])
     except (CheckpointError, EnvError) as exc:
         raise PlayError(str(exc)) from exc
     except (KeyError, TypeError, RuntimeError) as exc:
         raise PlayError(f"{path!r} does not hold a usable network ({type(exc).__name__})") from exc
-    return SavedPolicy(env_id, screen_size, algorithm, net.eval(), env_config, frame_stack)
+    return SavedPolicy(env, algorithm, net.eval())
 
 
 def make_play_env(policy: SavedPolicy, record_dir: str | None) -> gym.Env:
     """The env ``policy`` was trained on, as its workers made it; recording each episode's
     video in ``record_dir``, if given."""
-    env_id = policy.env_id
-    settings = {"screen_size": policy.screen_size, "env_config": policy.env_config,
-                "frame_stack": policy.frame_stack}
+    env_id = policy.env.env_id
     if record_dir is None:
-        return make_env(env_id, **settings)
+        return policy.env.make()
     if is_multiagent(env_id):
         raise PlayError(f"--record is for single-agent envs; {env_id} has several agents")
     try:  # RecordVideo needs moviepy, classic-control rendering pygame: fail now, not mid-episode
@@ -110,7 +102,7 @@ def make_play_env(policy: SavedPolicy, record_dir: str | None) -> gym.Env:
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render off-screen, no display needed
     recorder = partial(gym.wrappers.RecordVideo, video_folder=record_dir,
                        episode_trigger=lambda episode: True, name_prefix=env_id.replace("/", "-"))
-    return make_env(env_id, render_mode="rgb_array", wrap_raw=recorder, **settings)
+    return policy.env.make(render_mode="rgb_array", wrap_raw=recorder)
 
 
 def policy_step(net: nn.Module, algorithm: Algorithm, observations: np.ndarray, greedy: bool,
@@ -182,7 +174,7 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
     finally:
         env.close()
     mode = "greedy" if greedy else "sampled"
-    print(f"{policy.env_id}, {mode} actions: mean return {np.mean([e.reward for e in played]):.2f} "
+    print(f"{policy.env.env_id}, {mode} actions: mean return {np.mean([e.reward for e in played]):.2f} "
           f"over {episodes} episodes" + (f"; videos in {record_dir}" if record_dir else ""), flush=True)
     return played
 

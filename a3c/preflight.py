@@ -14,7 +14,7 @@ from gymnasium.error import DependencyNotInstalled
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
 from a3c.settings import ConfigError, available_memory
-from lib.envs import EnvError, EnvInfo, describe_env, make_env, registered_by_user
+from lib.envs import EnvError, EnvInfo, registered_by_user
 from lib.policies import PolicyMappingError, parse_policy_mapping
 
 CHILD_MEMORY_FLOOR = 128 * 2**20
@@ -41,8 +41,7 @@ def preflight(config: Config) -> EnvInfo:
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     try:
-        env_info = describe_env(config.env_id, config.screen_size, config.env_config,
-                                get_algorithm(config.algo).central_critic, config.frame_stack)
+        env_info = config.env_recipe.describe(get_algorithm(config.algo).central_critic)
     except EnvError as exc:
         raise ConfigError(str(exc)) from exc
     except (DependencyNotInstalled, ImportError) as exc:  # Box2D's or MuJoCo's envs without their package
@@ -93,7 +92,7 @@ def check_user_env(config: Config) -> None:
     finds wrong is a ConfigError; its warnings are shown and the run goes on."""
     from gymnasium.utils.env_checker import check_env
 
-    env = make_env(config.env_id, env_config=config.env_config)
+    env = config.env_recipe.make()
     try:
         check_env(env.unwrapped, skip_render_check=True)
     except Exception as exc:  # the checker asserts, and the env may raise anything

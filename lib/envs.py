@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any
 
@@ -449,6 +449,42 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         raw_observation_space=raw_space,
         image_parts=image_parts(raw_space) if raw_space is not None else (),
     )
+
+
+@dataclass(frozen=True)
+class EnvRecipe:
+    """How a run makes its env: the id and every setting that shapes what the net sees.
+    The workers, evaluation, play and a checkpoint all make the env from one recipe, so an
+    env setting is a field here (and a keyword of ``make_env``), not a parameter threaded
+    through each of them."""
+
+    env_id: str
+    screen_size: int | None = None
+    """Atari frames' side in pixels (None: ``ATARI_SCREEN_SIZE``)."""
+    env_config: Mapping[str, Any] | None = None
+    frame_stack: int = 1
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> EnvRecipe:
+        """The recipe among a run's settings (a Config's fields or a checkpoint's saved
+        config); a setting that an older checkpoint lacks takes its default."""
+        return cls(**{field.name: settings[field.name] for field in fields(cls) if field.name in settings})
+
+    def make(self, render_mode: str | None = None, wrap_raw: Callable[[gym.Env], gym.Env] | None = None,
+             worker_index: int = 0, vector_index: int = 0) -> gym.Env:
+        """One env (``make_env``)."""
+        return make_env(self.env_id, render_mode, wrap_raw, screen_size=self.screen_size,
+                        env_config=self.env_config, worker_index=worker_index, vector_index=vector_index,
+                        frame_stack=self.frame_stack)
+
+    def make_vector(self, num_envs: int, worker_index: int = 0, global_state: bool = False) -> VectorEnv:
+        """A worker's envs (``make_vector_env``)."""
+        return make_vector_env(self.env_id, num_envs, screen_size=self.screen_size, env_config=self.env_config,
+                               worker_index=worker_index, global_state=global_state, frame_stack=self.frame_stack)
+
+    def describe(self, global_state: bool = False) -> EnvInfo:
+        """The env's facts (``describe_env``)."""
+        return describe_env(self.env_id, self.screen_size, self.env_config, global_state, self.frame_stack)
 
 
 def _describe_multiagent(env_id: str, global_state: bool) -> EnvInfo:

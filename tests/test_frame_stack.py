@@ -10,8 +10,9 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 from a3c import Trainer
+from a3c.config import make_config
 from a3c.play import load_policy, play
-from lib.envs import EnvError, describe_env, make_env, make_vector_env
+from lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
 from lib.memory_task import ENV_ID
 from tests import toy_envs  # noqa: F401  (registers the image envs)
 
@@ -88,7 +89,7 @@ def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observati
         with pytest.raises(ValueError, match=r"takes observations of shape \(27,\): its last 9 stacked"):
             trainer.compute_action(np.array(ANSWER, np.float32))
     best = Path(result["run_dir"]) / "best.pt"
-    assert load_policy(str(best)).frame_stack == 9  # play makes the env as the workers did
+    assert load_policy(str(best)).env.frame_stack == 9  # play makes the env as the workers did
     assert np.mean([episode.reward for episode in play(str(best), episodes=20, greedy=True)]) >= 0.8
 
 
@@ -106,3 +107,24 @@ def test_a_conv_net_learns_from_stacked_frames_and_acts_on_them(tmp_path):
             side = env.unwrapped.side
             assert trainer.compute_action(observation, greedy=True) == side
             assert trainer.compute_action(observation.reshape(40, 40, 6), greedy=True) == side
+
+
+def test_a_runs_env_recipe_carries_its_env_settings_to_every_maker():
+    """The run's settings name the env once: its recipe makes one env, a worker's envs and
+    the description with the frame stack; a checkpoint's config from before a setting gets
+    that setting's default, and keys that are not env settings are left out."""
+    recipe = make_config(env="CartPole-v1", frame_stack=3, env_config={"sutton_barto_reward": True}).env_recipe
+    assert recipe == EnvRecipe("CartPole-v1", None, {"sutton_barto_reward": True}, 3)
+    env = recipe.make()
+    try:
+        assert env.observation_space.shape == (12,) and env.unwrapped._sutton_barto_reward
+    finally:
+        env.close()
+    envs = recipe.make_vector(2)
+    try:
+        assert envs.observation_space.shape == (2, 12)
+    finally:
+        envs.close()
+    assert recipe.describe().observation_shape == (12,)
+    assert EnvRecipe.from_settings({"env_id": "PongNoFrameskip-v4", "algo": "ppo"}) == EnvRecipe("PongNoFrameskip-v4")
+    assert make_config(env="PongNoFrameskip-v4", screen_size=42).env_recipe.screen_size == 42

@@ -78,10 +78,10 @@ def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, net_setti
     path = tmp_path / "pong.pt"
     saved = {"env_id": "PongNoFrameskip-v4", **net_settings, **({"screen_size": screen_size} if screen_size else {})}
     save_checkpoint(path, {"config": saved, "model": net.state_dict()})
-    env_id, saved_screen, algorithm, loaded, env_config, frame_stack = a3c.play.load_policy(str(path))
+    env, algorithm, loaded = a3c.play.load_policy(str(path))
     assert algorithm.name == "a3c"  # a checkpoint that names no algorithm is A3C's
-    assert env_id == "PongNoFrameskip-v4" and saved_screen == screen_size and env_config is None
-    assert frame_stack == 1  # nor does it name a frame stack
+    assert env.env_id == "PongNoFrameskip-v4" and env.screen_size == screen_size and env.env_config is None
+    assert env.frame_stack == 1  # nor does it name a frame stack
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))
     played = a3c.play.play(str(path), episodes=1, max_steps=5)
     assert played[0].length == 5

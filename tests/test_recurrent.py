@@ -14,7 +14,7 @@ from a3c import Trainer
 from a3c.actor import VectorActor
 from a3c.config import ConfigError, make_config
 from a3c.play import play
-from lib.envs import describe_env
+from lib.envs import EnvRecipe, describe_env
 from lib.experience import TransitionBatch
 from lib.memory_task import ENV_ID
 from lib.models import build_net
@@ -60,8 +60,8 @@ def check_stored_states(env_id: str, steps: int, env_config: dict | None = None)
     the row starts an episode, else the state the previous row of its env led to. Returns how
     many episode starts after the first it saw."""
     net = small_net(env_id)
-    actor = VectorActor(env_id, num_envs=2, reward_steps=1, gamma=0.9, net=net, policy_version=lambda: 0,
-                        seed=3, send_log_probs=True, env_config=env_config)
+    actor = VectorActor(EnvRecipe(env_id, env_config=env_config), num_envs=2, reward_steps=1, gamma=0.9, net=net,
+                        policy_version=lambda: 0, seed=3, send_log_probs=True)
     rows = []
     try:
         for _ in range(steps):

@@ -91,6 +91,10 @@ def test_train_until_solved_then_save_restore_and_act_without_children(tmp_path)
     assert actions.shape == (7,) and set(actions) <= {0, 1}
     with pytest.raises(ValueError, match=r"CartPole-v1's net takes observations of shape \(4,\); got shape \(5,\)"):
         restored.compute_action(np.zeros(5, np.float32))
+    with pytest.raises(ValueError, match=r"takes observations of shape \(4,\); got shape \(5,\)"):
+        restored.compute_actions(np.zeros((7, 5), np.float32))
+    with pytest.raises(ValueError, match=r"takes observations of shape \(4,\); got shape \(\)"):
+        restored.compute_actions(observation)  # one observation where a batch belongs
 
     with restored:
         going_on = restored.train(frames=2_000)

@@ -39,7 +39,7 @@ from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.envs import EnvInfo, flattened, make_env
+from lib.envs import EnvInfo, flattened
 from lib.episodes import CallbackError
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
@@ -198,8 +198,7 @@ class Trainer:
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
         episodes = self.config.eval_episodes if episodes is None else episodes
-        env = make_env(self.config.env_id, screen_size=self.config.screen_size, env_config=self.config.env_config,
-                       frame_stack=self.config.frame_stack)
+        env = self.config.env_recipe.make()
         try:
             played = [play_episode(env, self._act_greedily, self.config.seed + 10_000 + index, DEFAULT_MAX_STEPS)
                       for index in range(episodes)]
@@ -243,8 +242,12 @@ class Trainer:
         most probable ones with ``greedy``; as the algorithm acts in play (a Q-network's
         greedy ones always). On a multi-agent env, a dict of agents' observations gives a
         dict of their actions, each from its agent's policy. A Dict, Tuple or Discrete
-        observation space's observations are flattened as the workers' are."""
+        observation space's observations are flattened as the workers' are; rows of
+        another size than the net takes are a ValueError."""
         env_info = self._shared.env_info
+        if not isinstance(observations, Mapping):
+            for observation in observations:
+                check_observation_size(env_info, self.config.frame_stack, observation)
         if env_info.raw_observation_space is not None:
             observations = np.stack([flattened(env_info, observation) for observation in observations])
         if isinstance(observations, Mapping):
@@ -267,7 +270,7 @@ class Trainer:
         """Give every env ``task`` through its ``set_task(task)``, to take effect at its next
         reset: curriculum learning. Children started later (restarts) get it too."""
         if self._task_settable is None:  # asked once: making an env can take a while
-            probe = make_env(self.config.env_id, env_config=self.config.env_config)
+            probe = self.config.env_recipe.make()
             self._task_settable = hasattr(probe.unwrapped, "set_task")
             probe.close()
         if not self._task_settable:

@@ -78,9 +78,8 @@ def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
                       policy_version: Callable[[], int], seed: int, worker_id: int,
                       callbacks: Sequence[Any] = ()) -> VectorActor:
     """Child ``worker_id``'s envs and acting, on either backend."""
-    return VectorActor(config.env_id, config.envs_per_process, config.reward_steps, config.gamma, net,
-                       policy_version, seed, config.bf16, config.clip_rewards, config.screen_size,
-                       env_config=config.env_config, frame_stack=config.frame_stack, worker_index=worker_id,
+    return VectorActor(config.env_recipe, config.envs_per_process, config.reward_steps, config.gamma, net,
+                       policy_version, seed, config.bf16, config.clip_rewards, worker_index=worker_id,
                        life_loss=config.life_loss,
                        random_steps=-(-config.random_frames // run_frames_per_step(config)), callbacks=callbacks,
                        **algorithm.acting_options(config, worker_id))
