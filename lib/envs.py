@@ -13,10 +13,11 @@ accumulator also handles.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -105,7 +106,7 @@ def make_env(env_id: str, render_mode: str | None = None,
              frame_stack: int = 1) -> gym.Env:
     """One env, preprocessed the way the models expect it; Atari frames are
     ``screen_size`` pixels square (None: ``ATARI_SCREEN_SIZE``); any other env's observation
-    is its last ``frame_stack`` observations (``stacked_observations``), flattened where the
+    is its last ``frame_stack`` observations (``StackedObservations``), flattened where the
     nets need it.
 
     ``env_config`` goes to a registered env's creator as an ``EnvContext`` (with the worker's
@@ -127,7 +128,7 @@ def make_env(env_id: str, render_mode: str | None = None,
         if wrap_raw is not None:
             env = wrap_raw(env)
         if frame_stack > 1:
-            env = stacked_observations(env, frame_stack)
+            env = StackedObservations(env, frame_stack)
         return flat_observations(env) if needs_flattening(env.observation_space) else env
     if env_id.startswith("ALE/"):
         kwargs["frameskip"] = 1
@@ -163,8 +164,8 @@ class FireResetPreprocessing(gym.wrappers.AtariPreprocessing):
         return self._get_obs(), info
 
 
-FLATTENED = (gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
-             gym.spaces.MultiBinary)
+STRUCTURED = (gym.spaces.Dict, gym.spaces.Tuple)
+FLATTENED = (*STRUCTURED, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 """Observation spaces the nets take flattened: Discrete as one-hot, Dict (keys in sorted
 order) and Tuple as their parts' flattenings one after the other; an image (``image_layout``)
 travels flattened too, and its net puts it back together."""
@@ -238,24 +239,64 @@ def flat_observations(env: gym.Env) -> gym.Env:
     return FlatObservations(flat, lambda observation: observation.astype(np.float32), float_space)
 
 
-def stacked_observations(env: gym.Env, frames: int) -> gym.Env:
+def stacked_space(space: gym.Space, frames: int) -> gym.Space:
+    """The space of ``frames`` observations of ``space`` stacked (``stack_observations``)."""
+    layout = image_layout(space)
+    if layout is not None:
+        channels_last = layout[2] < MIN_IMAGE_SIDE
+        shape = (*layout[:2], frames * layout[2]) if channels_last else (frames * layout[0], *layout[1:])
+        return gym.spaces.Box(0, 255, shape, np.uint8)
+    if isinstance(space, gym.spaces.Dict):
+        return gym.spaces.Dict({key: stacked_space(part, frames) for key, part in space.spaces.items()})
+    if isinstance(space, gym.spaces.Tuple):
+        return gym.spaces.Tuple([stacked_space(part, frames) for part in space.spaces])
+    flat = gym.spaces.flatten_space(space)
+    return gym.spaces.Box(np.tile(flat.low, frames).astype(np.float32), np.tile(flat.high, frames).astype(np.float32),
+                          dtype=np.float32)
+
+
+def stack_observations(space: gym.Space, observations: Sequence[Any]) -> Any:
+    """``observations`` of ``space``, oldest first (None: zeros, before an episode's first),
+    as one of ``stacked_space``: an image's as more channels, a Dict's or Tuple's part by
+    part, anything else flattened to float32 and end to end."""
+    layout = image_layout(space)
+    if layout is not None:
+        frames = [np.zeros(layout, np.uint8) if part is None else np.asarray(part) for part in observations]
+        return np.concatenate(frames, axis=2 if layout[2] < MIN_IMAGE_SIDE else 0)
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
+        keys = space.spaces.keys() if isinstance(space, gym.spaces.Dict) else range(len(space.spaces))
+        parts = {key: stack_observations(space[key], [None if whole is None else whole[key] for whole in observations])
+                 for key in keys}
+        return parts if isinstance(space, gym.spaces.Dict) else tuple(parts.values())
+    size = gym.spaces.flatdim(space)
+    return np.concatenate([np.zeros(size, np.float32) if part is None
+                           else gym.spaces.flatten(space, part).astype(np.float32) for part in observations])
+
+
+class StackedObservations(gym.Wrapper):
     """``env`` whose observation is its last ``frames`` observations, oldest first: an image's
-    as more channels (``frames`` times its own), anything else flattened and end to end. An
-    episode starts from zeros and its first observation last, so the net sees how far in it
-    is (SB3's VecFrameStack, for motion or memory without a recurrent net)."""
-    layout = image_layout(env.observation_space)
-    if layout is None and needs_flattening(env.observation_space):
-        env = flat_observations(env)
-    stacked = gym.wrappers.FrameStackObservation(env, frames, padding_type="zero")
-    if layout is None:  # (frames, size) to one vector
-        return gym.wrappers.ReshapeObservation(stacked, (frames * env.observation_space.shape[0],))
-    if layout[2] < MIN_IMAGE_SIDE:  # (frames, H, W, C) to (H, W, frames * C)
-        shape = (*layout[:2], frames * layout[2])
-        return gym.wrappers.TransformObservation(
-            stacked, lambda frames_first: np.moveaxis(frames_first, 0, 2).reshape(shape),
-            gym.spaces.Box(0, 255, shape, np.uint8))
-    # channels first: (frames, C, H, W) to (frames * C, H, W)
-    return gym.wrappers.ReshapeObservation(stacked, (frames * layout[0], *layout[1:]))
+    as more channels (``frames`` times its own), a Dict's or Tuple's part by part, anything
+    else flattened and end to end. An episode starts from zeros and its first observation
+    last, so the net sees how far in it is (SB3's VecFrameStack, for motion or memory without
+    a recurrent net)."""
+
+    def __init__(self, env: gym.Env, frames: int):
+        super().__init__(env)
+        self.observation_space = stacked_space(env.observation_space, frames)
+        self._last: deque = deque(maxlen=frames)
+
+    def _stacked(self, observation: Any) -> Any:
+        self._last.append(observation)
+        return stack_observations(self.env.observation_space, list(self._last))
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._last.extend([None] * self._last.maxlen)
+        return self._stacked(observation), info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return self._stacked(observation), reward, terminated, truncated, info
 
 
 def unflattened_space(env: gym.Env) -> gym.Space | None:
@@ -269,6 +310,8 @@ def flattened(env_info: EnvInfo, observation: Any) -> np.ndarray:
     """One raw observation as the net takes it: flattened where the env's space needs it."""
     if env_info.raw_observation_space is None:
         return np.asarray(observation)
+    if isinstance(env_info.raw_observation_space, STRUCTURED) and isinstance(observation, np.ndarray):
+        return observation.astype(np.float32)  # a Dict's or Tuple's flattened already, as make_env gives it
     return gym.spaces.flatten(env_info.raw_observation_space, observation).astype(np.float32)
 
 
@@ -393,23 +436,19 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     observations that are neither a flat vector, Atari frames nor an image (``image_layout``).
     A multi-agent env is described as one agent sees it: its own observation and one-hot index
     (after every agent's, with ``global_state``), its actions. With ``frame_stack``, the
-    observation is that many of the env's own (``stacked_observations``): vectors end to end,
-    taken as they come, or an image's frames as its channels.
+    observation is that many of the env's own (``StackedObservations``): an image's frames as
+    its channels, anything else end to end.
     """
     if frame_stack > 1:
         single = describe_env(env_id, screen_size, env_config, global_state)
-        lone_image = single.raw_observation_space is not None and image_layout(single.raw_observation_space)
-        if single.atari or single.agents or (single.image_parts and not lone_image):
-            what = "Atari frames, which stack 4 already" if single.atari else "several agents" \
-                if single.agents else "an image inside its observation"
-            raise EnvError(f"--frame-stack stacks an image alone or a vector; {env_id} has {what}")
-        channels = single.image_parts[0].channels_first_shape[0] if lone_image else 0
-        if frame_stack * channels >= MIN_IMAGE_SIDE:
-            raise EnvError(f"--frame-stack {frame_stack}: {env_id}'s images of {channels} channels would "
-                           f"stack to {frame_stack * channels}; an image has fewer than {MIN_IMAGE_SIDE}")
-        if not lone_image:
-            return replace(single, observation_shape=(frame_stack * single.observation_shape[0],),
-                           raw_observation_space=None)
+        if single.atari or single.agents:
+            what = "Atari frames, which stack 4 already" if single.atari else "several agents"
+            raise EnvError(f"--frame-stack is for one agent's own observations; {env_id} has {what}")
+        for part in single.image_parts:
+            channels = part.channels_first_shape[0]
+            if frame_stack * channels >= MIN_IMAGE_SIDE:
+                raise EnvError(f"--frame-stack {frame_stack}: {env_id}'s images of {channels} channels would "
+                               f"stack to {frame_stack * channels}; an image has fewer than {MIN_IMAGE_SIDE}")
     if is_multiagent(env_id):
         return _describe_multiagent(env_id, global_state)
     atari = is_atari(env_id)

@@ -66,11 +66,34 @@ def test_an_images_frames_stack_as_its_channels_oldest_first(channels_first):
     assert part.channels_first_shape == (6, 40, 40) and info.observation_shape == (6 * 40 * 40,)
 
 
-def test_a_stack_of_an_image_inside_a_dict_or_of_too_many_channels_is_refused_in_one_line():
-    with pytest.raises(EnvError, match="--frame-stack stacks an image alone or a vector; .* an image inside"):
-        describe_env("tests.toy_envs:SideImage-v0", frame_stack=2)
+def test_a_dicts_parts_stack_each_its_own_way_an_image_as_channels_a_vector_end_to_end():
+    own = gym.make("tests.toy_envs:SideImage-v0")  # the frames by hand
+    env = make_env("tests.toy_envs:SideImage-v0", frame_stack=3)
+    info = describe_env("tests.toy_envs:SideImage-v0", frame_stack=3)
+    assert info.raw_observation_space == gym.spaces.Dict({
+        "camera": gym.spaces.Box(0, 255, (40, 40, 9), np.uint8),
+        "speed": gym.spaces.Box(-1.0, 1.0, (6,), np.float32)})
+    (part,) = info.image_parts  # the camera, first in the flattening, for the conv body
+    assert part.offset == 0 and part.channels_first_shape == (9, 40, 40) and info.observation_shape == (14_406,)
+    frames = [own.reset(seed=3)[0]]
+    observation, _ = env.reset(seed=3)
+    for step in range(3):
+        camera, speed = observation[:14_400].reshape(40, 40, 9), observation[14_400:]
+        last = ([None] * 3 + frames)[-3:]
+        assert np.array_equal(camera, np.concatenate([np.zeros((40, 40, 3), np.uint8) if frame is None
+                                                      else frame["camera"] for frame in last], axis=2))
+        assert np.allclose(speed, np.concatenate([np.zeros(2) if frame is None else frame["speed"] for frame in last]))
+        frames.append(own.step(0)[0])
+        observation, *_ = env.step(0)
+
+
+def test_a_stack_of_atari_frames_or_of_too_many_channels_is_refused_in_one_line():
+    with pytest.raises(EnvError, match="--frame-stack is for one agent's own observations; .* stack 4 already"):
+        describe_env("PongNoFrameskip-v4", frame_stack=2)
     with pytest.raises(EnvError, match="images of 3 channels would stack to 36; an image has fewer than 36"):
         describe_env("tests.toy_envs:SideImageBox-v0", frame_stack=12)
+    with pytest.raises(EnvError, match="images of 3 channels would stack to 36"):  # inside a Dict too
+        describe_env("tests.toy_envs:SideImage-v0", frame_stack=12)
     assert describe_env("tests.toy_envs:SideImageBox-v0", frame_stack=11).image_parts[0].shape == (33, 40, 40)
 
 
@@ -93,20 +116,25 @@ def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observati
     assert np.mean([episode.reward for episode in play(str(best), episodes=20, greedy=True)]) >= 0.8
 
 
-def test_a_conv_net_learns_from_stacked_frames_and_acts_on_them(tmp_path):
-    """The side of the square pays (tests/toy_envs.py): the newest of 2 stacked frames shows it."""
+@pytest.mark.parametrize("env_id", ["tests.toy_envs:SideImageBox-v0", "tests.toy_envs:SideImage-v0"])
+def test_a_conv_net_learns_from_stacked_frames_and_acts_on_them(tmp_path, env_id):
+    """The side of the square pays (tests/toy_envs.py): the newest of 2 stacked frames shows it,
+    on a camera alone or beside a vector in a Dict."""
     env_config = {"channels_first": False}
-    with Trainer(env="tests.toy_envs:SideImageBox-v0", env_config=env_config, algo="ppo", frame_stack=2,
+    with Trainer(env=env_id, env_config=env_config, algo="ppo", frame_stack=2,
                  seed=0, logdir=str(tmp_path), backend="serial", stop_reward=9.0, max_frames=30_000) as trainer:
         while not (result := trainer.train(seconds=5))["done"]:
             pass
         assert result["reason"] == "solved", result
-        env = make_env("tests.toy_envs:SideImageBox-v0", env_config=env_config, frame_stack=2)
+        env = make_env(env_id, env_config=env_config, frame_stack=2)
         for seed in range(3):
-            observation, _ = env.reset(seed=seed)  # flat, as the workers step it, or as an image
+            observation, _ = env.reset(seed=seed)  # flat, as the workers step it
             side = env.unwrapped.side
             assert trainer.compute_action(observation, greedy=True) == side
-            assert trainer.compute_action(observation.reshape(40, 40, 6), greedy=True) == side
+            if env_id.endswith("Box-v0"):  # a lone image also as an image
+                assert trainer.compute_action(observation.reshape(40, 40, 6), greedy=True) == side
+            with pytest.raises(ValueError, match=r"shape \((9600|9604),\): its last 2 stacked.*; got shape \(5,\)"):
+                trainer.compute_action(observation[:5])
 
 
 def test_a_runs_env_recipe_carries_its_env_settings_to_every_maker():

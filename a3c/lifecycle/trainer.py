@@ -39,7 +39,7 @@ from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.envs import EnvInfo, flattened
+from lib.envs import STRUCTURED, EnvInfo, flattened
 from lib.episodes import CallbackError
 from lib.multiagent import agent_rows, env_agents, is_multiagent
 from lib.policies import PolicyMappingError, mapping_setting
@@ -417,10 +417,11 @@ class Trainer:
 
 def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
     """ValueError, naming the shape the net takes, for an array observation of another size
-    (a Dict's is checked by its flattening, a multi-agent env's joint one by its agents'
-    nets): torch's own error names only matrix shapes."""
+    (a Dict's or Tuple's own is checked by its flattening, a multi-agent env's joint one by
+    its agents' nets): torch's own error names only matrix shapes."""
     raw_space = env_info.raw_observation_space
-    if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box)):
+    flat_already = isinstance(raw_space, STRUCTURED) and isinstance(observation, np.ndarray)
+    if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box) and not flat_already):
         return
     if np.size(observation) != np.prod(env_info.observation_shape):
         stacked = (f": its last {frame_stack} stacked, as lib.envs.make_env(..., frame_stack={frame_stack}) "
