@@ -81,6 +81,10 @@ class RunSettings:
                                 at_least=0)
     seed: int = option("seed of the whole run", 0, at_least=0, at_most=2**32 - 1)  # numpy's range
     logdir: str = option("TensorBoard and checkpoint root", "runs")
+    track: bool = option("mirror the run's TensorBoard scalars and settings to a Weights & Biases run (the "
+                         "wandb extra; WANDB_MODE=offline keeps it on disk for `wandb sync`)", False)
+    wandb_project: str | None = option("--track: the W&B project; default: a3c", None)
+    wandb_entity: str | None = option("--track: the W&B team or user; default: your own", None)
     cuda: bool = option("train on the GPU", False)
     bf16: bool | None = option(
         "act and train under bfloat16 autocast (weights, gradients and Adam stay float32); "
@@ -395,6 +399,10 @@ def validate(config: Config, family: EnvFamily) -> None:
                 raise ConfigError(f"--{name.replace('_', '-')} is for --backend ray")
     if config.ray_address is not None:
         parse_address(config.ray_address)
+    if not config.track:
+        for name in ("wandb_project", "wandb_entity"):
+            if getattr(config, name) is not None:
+                raise ConfigError(f"--{name.replace('_', '-')} is for --track")
     if config.screen_size is not None and not family.atari:
         raise ConfigError(f"--screen-size is for Atari frames; {config.env_id} has none")
     if config.life_loss and not family.atari:

@@ -1,7 +1,7 @@
 """Pre-flight: what the machine must give a run, asked once, before any worker starts: the
 env's spaces (one env is made), gymnasium's env checker on a user's own env, the
 algorithm's needs (a replay buffer's memory), memory for the children, CUDA, a writable
-``--logdir``, and Ray with an address that answers. Each failure is one ConfigError line,
+``--logdir``, wandb for ``--track``, and Ray with an address that answers. Each failure is one ConfigError line,
 so the CLI exits 2 before anything starts."""
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ def preflight(config: Config) -> EnvInfo:
     check_children_fit(config)
     if not is_writable_dir(config.logdir):
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
+    if config.track and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("--track needs wandb: pip install 'a3c[wandb]'")
     if config.backend == "ray":
         if importlib.util.find_spec("ray") is None:
             raise ConfigError("--backend ray needs Ray: pip install 'a3c[ray]'")

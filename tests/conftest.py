@@ -150,6 +150,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_HOME] = home
     os.environ["HOME"] = home
     os.environ["RAY_TMPDIR"] = home
+    os.environ["WANDB_MODE"] = "offline"  # --track's W&B runs stay on disk: no server is ever asked
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -75,6 +75,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "CartPole-v1", "--backend", "spark"], "--backend"),
     (["-n", "x", "--env", "CartPole-v1", "--ray-address", "127.0.0.1:6379"], "is for --backend ray"),
     (["-n", "x", "--env", "CartPole-v1", "--ray-actor-resource", "actor_host"], "is for --backend ray"),
+    (["-n", "x", "--env", "CartPole-v1", "--wandb-project", "cartpole"], "--wandb-project is for --track"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-call-timeout", "0"], "--ray-call-timeout"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"], "data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],

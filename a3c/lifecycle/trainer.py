@@ -35,6 +35,7 @@ from a3c.lifecycle.checkpoint import saved_algorithm
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
+from a3c.lifecycle.tracking import Tracking
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
@@ -119,6 +120,9 @@ class Trainer:
             self._goal = config.stop_reward
         self._shared = share_net(config, self.algorithm, env_info, restored)
         self.run_dir = make_run_dir(config)
+        self._tracking = Tracking(config, self.run_dir) if config.track else None
+        if self._tracking is not None:  # last: it logs the result as the other callbacks leave it
+            self.callbacks.append(self._tracking)
         self._pool: WorkerPool | None = None
         self._run: Run | None = None
         self._loop: EventLoop | None = None
@@ -307,6 +311,8 @@ class Trainer:
         self.stop()
         if self._run is not None:
             self._run.writer.close()
+        if self._tracking is not None:  # a run that ended has finished it already
+            self._tracking.finish(0)
 
     # the parts of an iteration
     def _start(self) -> None:
@@ -366,6 +372,8 @@ class Trainer:
             if self._loop is not None:  # after the saves: nothing here can cost a checkpoint
                 self._loop.log_scalars()
             run.writer.flush()
+            if self._tracking is not None:
+                self._tracking.finish(exit_code(reason))
             if signalled:
                 self.reporter.info("checkpoint saved; stopping the children")
         finally:
