@@ -13,11 +13,10 @@ accumulator also handles.
 from __future__ import annotations
 
 import importlib
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any, SupportsFloat
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -33,6 +32,15 @@ from lib.multiagent import (
     make_parallel_env,
     observation_width,
     reward_threshold,
+)
+from lib.observations import (
+    MIN_IMAGE_SIDE,
+    ImagePart,
+    StackedObservations,
+    flat_observations,
+    image_parts,
+    needs_flattening,
+    unflattened_space,
 )
 from lib.user_envs import EnvContext, is_user_env
 
@@ -162,157 +170,6 @@ class FireResetPreprocessing(gym.wrappers.AtariPreprocessing):
             self.ale.getScreenRGB(self.obs_buffer[0])
         self.obs_buffer[1].fill(0)
         return self._get_obs(), info
-
-
-STRUCTURED = (gym.spaces.Dict, gym.spaces.Tuple)
-FLATTENED = (*STRUCTURED, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-"""Observation spaces the nets take flattened: Discrete as one-hot, Dict (keys in sorted
-order) and Tuple as their parts' flattenings one after the other; an image (``image_layout``)
-travels flattened too, and its net puts it back together."""
-MIN_IMAGE_SIDE = 36
-"""The smallest height and width the Nature CNN's three layers reduce to at least one cell;
-smaller uint8 grids go to the MLP with the other features."""
-
-
-@dataclass(frozen=True)
-class ImagePart:
-    """Where an image lies in a flattened observation: ``size`` values from ``offset``, in
-    the env's own layout ``shape``, (height, width, channels) when ``channels_last``."""
-
-    offset: int
-    shape: tuple[int, int, int]
-    channels_last: bool
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    @property
-    def channels_first_shape(self) -> tuple[int, int, int]:
-        height, width, channels = self.shape if self.channels_last else (*self.shape[1:], self.shape[0])
-        return channels, height, width
-
-
-def image_layout(space: gym.Space) -> tuple[int, int, int] | None:
-    """``space``'s shape if it is an image, else None: a uint8 Box of 0-255 in three axes, two
-    of them at least ``MIN_IMAGE_SIDE`` pixels and the third, the last or else the first, fewer
-    (its channels: colours, or stacked frames)."""
-    if not (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3):
-        return None
-    if not (np.all(space.low == 0) and np.all(space.high == 255)):
-        return None
-    height, width, last = space.shape
-    if min(height, width) >= MIN_IMAGE_SIDE > last or min(width, last) >= MIN_IMAGE_SIDE > height:
-        return tuple(space.shape)
-    return None
-
-
-def image_parts(space: gym.Space, offset: int = 0) -> tuple[ImagePart, ...]:
-    """The images in ``space`` (itself, or inside a Dict or Tuple, at any depth), where
-    gymnasium's flattening puts them."""
-    shape = image_layout(space)
-    if shape is not None:
-        return (ImagePart(offset, shape, channels_last=shape[2] < MIN_IMAGE_SIDE),)
-    if not isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        return ()
-    parts: list[ImagePart] = []
-    for part in (space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces):
-        parts += image_parts(part, offset)
-        offset += gym.spaces.flatdim(part)
-    return tuple(parts)
-
-
-def needs_flattening(space: gym.Space) -> bool:
-    return isinstance(space, FLATTENED) or image_layout(space) is not None
-
-
-class FlatObservations(gym.wrappers.TransformObservation):
-    """``flat_observations``'s wrapper, by its own type, so that ``unflattened_space`` never
-    takes a user's flattening for this project's."""
-
-
-def flat_observations(env: gym.Env) -> gym.Env:
-    """``env`` with its observations flattened to float32 vectors (gymnasium's flattening)."""
-    flat = gym.wrappers.FlattenObservation(env)
-    space = flat.observation_space
-    float_space = gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
-    return FlatObservations(flat, lambda observation: observation.astype(np.float32), float_space)
-
-
-def stacked_space(space: gym.Space, frames: int) -> gym.Space:
-    """The space of ``frames`` observations of ``space`` stacked (``stack_observations``)."""
-    layout = image_layout(space)
-    if layout is not None:
-        channels_last = layout[2] < MIN_IMAGE_SIDE
-        shape = (*layout[:2], frames * layout[2]) if channels_last else (frames * layout[0], *layout[1:])
-        return gym.spaces.Box(0, 255, shape, np.uint8)
-    if isinstance(space, gym.spaces.Dict):
-        return gym.spaces.Dict({key: stacked_space(part, frames) for key, part in space.spaces.items()})
-    if isinstance(space, gym.spaces.Tuple):
-        return gym.spaces.Tuple([stacked_space(part, frames) for part in space.spaces])
-    flat = gym.spaces.flatten_space(space)
-    return gym.spaces.Box(np.tile(flat.low, frames).astype(np.float32), np.tile(flat.high, frames).astype(np.float32),
-                          dtype=np.float32)
-
-
-def stack_observations(space: gym.Space, observations: Sequence[Any]) -> Any:
-    """``observations`` of ``space``, oldest first (None: zeros, before an episode's first),
-    as one of ``stacked_space``: an image's as more channels, a Dict's or Tuple's part by
-    part, anything else flattened to float32 and end to end."""
-    layout = image_layout(space)
-    if layout is not None:
-        frames = [np.zeros(layout, np.uint8) if part is None else np.asarray(part) for part in observations]
-        return np.concatenate(frames, axis=2 if layout[2] < MIN_IMAGE_SIDE else 0)
-    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)):
-        keys = space.spaces.keys() if isinstance(space, gym.spaces.Dict) else range(len(space.spaces))
-        parts = {key: stack_observations(space[key], [None if whole is None else whole[key] for whole in observations])
-                 for key in keys}
-        return parts if isinstance(space, gym.spaces.Dict) else tuple(parts.values())
-    size = gym.spaces.flatdim(space)
-    return np.concatenate([np.zeros(size, np.float32) if part is None
-                           else gym.spaces.flatten(space, part).astype(np.float32) for part in observations])
-
-
-class StackedObservations(gym.Wrapper):
-    """``env`` whose observation is its last ``frames`` observations, oldest first: an image's
-    as more channels (``frames`` times its own), a Dict's or Tuple's part by part, anything
-    else flattened and end to end. An episode starts from zeros and its first observation
-    last, so the net sees how far in it is (SB3's VecFrameStack, for motion or memory without
-    a recurrent net)."""
-
-    def __init__(self, env: gym.Env, frames: int):
-        super().__init__(env)
-        self.observation_space = stacked_space(env.observation_space, frames)
-        self._last: deque = deque(maxlen=frames)
-
-    def _stacked(self, observation: Any) -> Any:
-        self._last.append(observation)
-        return stack_observations(self.env.observation_space, list(self._last))
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
-        observation, info = self.env.reset(seed=seed, options=options)
-        self._last.extend([None] * self._last.maxlen)
-        return self._stacked(observation), info
-
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict]:
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        return self._stacked(observation), reward, terminated, truncated, info
-
-
-def unflattened_space(env: gym.Env) -> gym.Space | None:
-    """The observation space ``flat_observations`` flattened, where ``env`` is its result (the
-    env's own space, or its wrappers' where they change it); None for any other env, one the
-    user flattened included, whose observations arrive flat."""
-    return env.env.env.observation_space if isinstance(env, FlatObservations) else None
-
-
-def flattened(env_info: EnvInfo, observation: Any) -> np.ndarray:
-    """One raw observation as the net takes it: flattened where the env's space needs it."""
-    if env_info.raw_observation_space is None:
-        return np.asarray(observation)
-    if isinstance(env_info.raw_observation_space, STRUCTURED) and isinstance(observation, np.ndarray):
-        return observation.astype(np.float32)  # a Dict's or Tuple's flattened already, as make_env gives it
-    return gym.spaces.flatten(env_info.raw_observation_space, observation).astype(np.float32)
 
 
 def sync_vector_env(env_fns: list[Callable[[], gym.Env]]) -> SyncVectorEnv:

@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
-from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo, ImagePart
+from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from lib.normalize import ObservationNormalizer
+from lib.observations import ImagePart
 from lib.recurrent import RecurrentA2C
 
 HEADS = ("shared", "separate")
@@ -185,6 +186,12 @@ class ObservationEncoder(nn.Module):
         return torch.cat([*(read(image) for read, image in zip(self.images, images)), rest], dim=1)
 
 
+def mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
+    """Two hidden ReLU layers of ``hidden`` units between ``inputs`` and ``outputs``."""
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, outputs))
+
+
 class MlpA2C(nn.Module):
     """Separate policy and value MLPs (two hidden layers each) for vector observations.
 
@@ -210,10 +217,8 @@ class MlpA2C(nn.Module):
         self.normalizer = observation_normalizer(observation_size, encoder) if normalize_observations else None
         self.encoder = encoder
         features = observation_size if encoder is None else encoder.size
-        self.policy = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
-                                    nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
-        self.value = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
-                                   nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.policy = mlp(features, n_actions, hidden)
+        self.value = mlp(features, 1, hidden)
         if distribution.continuous:
             nn.init.orthogonal_(self.policy[-1].weight, gain=0.01)
             nn.init.zeros_(self.policy[-1].bias)

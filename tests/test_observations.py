@@ -10,9 +10,10 @@ import torch
 
 import tests.toy_envs  # registers the image envs; SideImageEnv below
 from a3c import Trainer, register_env
-from lib.envs import ImagePart, describe_env, flattened, image_parts, make_env
+from lib.envs import describe_env, make_env
 from lib.models import ObservationEncoder
 from lib.normalize import ObservationNormalizer
+from lib.observations import ImagePart, flattened, image_parts
 
 
 class GridEnv(gym.Env):
@@ -64,7 +65,7 @@ def test_a_dict_observation_is_its_keys_flattenings_in_sorted_order():
     info = describe_env("grid-dict")
     assert info.observation_shape == (5,) and isinstance(info.raw_observation_space, gym.spaces.Dict)
     raw = {"pos": np.array([1.0, -1.0], np.float32), "cell": 2}
-    assert flattened(info, raw).tolist() == [0.0, 0.0, 1.0, 1.0, -1.0]
+    assert flattened(info.raw_observation_space, raw).tolist() == [0.0, 0.0, 1.0, 1.0, -1.0]
 
 
 def test_the_space_flattened_is_the_one_the_envs_wrappers_give_and_none_where_the_user_flattened():
@@ -172,6 +173,6 @@ def test_dqns_q_net_reads_the_images_through_the_same_encoder():
     net = build_q_net(info)
     assert isinstance(net.body[0], ObservationEncoder) and net.body[0].parts == info.image_parts
     env = gym.make("tests.toy_envs:SideImage-v0")
-    rows = np.stack([flattened(info, env.reset(seed=seed)[0]) for seed in range(3)])
+    rows = np.stack([flattened(info.raw_observation_space, env.reset(seed=seed)[0]) for seed in range(3)])
     q_values, best = net(torch.as_tensor(rows))
     assert q_values.shape == (3, 2) and torch.equal(best, q_values.max(dim=1).values)

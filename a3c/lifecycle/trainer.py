@@ -40,9 +40,10 @@ from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.envs import STRUCTURED, EnvInfo, flattened
+from lib.envs import EnvInfo
 from lib.episodes import CallbackError
 from lib.multiagent import agent_rows, env_agents, is_multiagent
+from lib.observations import STRUCTURED, flattened
 from lib.policies import PolicyMappingError, mapping_setting
 from lib.recurrent import is_recurrent
 
@@ -236,7 +237,8 @@ class Trainer:
         recurrent = is_recurrent(self.net)
         if state is not None and not recurrent:
             raise ValueError("state is for a recurrent policy (lstm=True)")
-        action, next_state = act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation),
+        raw_space = self._shared.env_info.raw_observation_space
+        action, next_state = act_once(self.net, self.algorithm, flattened(raw_space, observation),
                                       None if state is None else torch.as_tensor(state)[None], greedy)
         return (action, next_state[0].numpy()) if recurrent else action
 
@@ -253,7 +255,8 @@ class Trainer:
             for observation in observations:
                 check_observation_size(env_info, self.config.frame_stack, observation)
         if env_info.raw_observation_space is not None:
-            observations = np.stack([flattened(env_info, observation) for observation in observations])
+            observations = np.stack([flattened(env_info.raw_observation_space, observation)
+                                     for observation in observations])
         if isinstance(observations, Mapping):
             agents = self._shared.env_info.agents
             rows = agent_rows(observations, agents)
@@ -394,7 +397,8 @@ class Trainer:
                 callback.on_checkpoint(self, path)
 
     def _act_greedily(self, observation: np.ndarray, state: torch.Tensor | None) -> tuple[int | np.ndarray, Any]:
-        return act_once(self.net, self.algorithm, flattened(self._shared.env_info, observation), state, True)
+        raw_space = self._shared.env_info.raw_observation_space
+        return act_once(self.net, self.algorithm, flattened(raw_space, observation), state, True)
 
     def _result(self, step_means: StepMeans, frames: int, seconds: float, episodes: int) -> dict[str, Any]:
         run, rewards = self._run, self._run.rewards
