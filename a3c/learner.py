@@ -3,6 +3,7 @@ loss, and the policy version (optimizer steps applied) kept in shared memory."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -60,3 +61,29 @@ def clip_and_step(net: nn.Module, optimizer: torch.optim.Optimizer, clip_grad: f
     optimizer.step()
     version_counter += 1
     return grad_norm
+
+
+def step_parts(optimizer: torch.optim.Optimizer, parts: Sequence[tuple[torch.Tensor, list[nn.Parameter]]],
+               clip_grad: float, version_counter: torch.Tensor) -> list[float]:
+    """One step in which each ``(loss, parameters)`` part moves its own parameters only (an
+    actor's loss reaches the critics through Q, and must not move them): the gradients taken
+    part by part and clipped to ``clip_grad`` apart; their norms before the clip. Raises
+    NonFiniteLoss, stepping nothing, when a loss or norm is not finite."""
+    for loss, parameters in parts:
+        for parameter, grad in zip(parameters, torch.autograd.grad(loss, parameters)):
+            parameter.grad = grad
+    norms = [float(nn.utils.clip_grad_norm_(parameters, clip_grad)) for _, parameters in parts]
+    losses = [float(loss.detach()) for loss, _ in parts]
+    if not all(math.isfinite(value) for value in (*losses, *norms)):
+        raise NonFiniteLoss(f"non-finite training signal at step {int(version_counter)}: losses {losses}, "
+                            f"gradient norms {norms}")
+    optimizer.step()
+    version_counter += 1
+    return norms
+
+
+def follow(target: nn.Module, online: nn.Module, tau: float) -> None:
+    """Move ``target``'s weights a share ``tau`` of the way to ``online``'s (Polyak averaging)."""
+    with torch.no_grad():
+        for target_parameter, online_parameter in zip(target.parameters(), online.parameters()):
+            target_parameter.lerp_(online_parameter, tau)

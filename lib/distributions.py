@@ -2,8 +2,8 @@
 
 A net's policy head is one tensor per row: a Discrete action space's logits, a
 MultiDiscrete one's logits of each dimension side by side, or a Box action space's means
-followed by their log standard deviations (the PPO paper's Gaussian,
-whose log-std is a learned parameter independent of the state). Everything that samples,
+followed by their log standard deviations (the PPO paper's Gaussian, whose log-std is a
+learned parameter independent of the state; SAC's, squashed into the bounds). Everything that samples,
 scores or explains actions (acting, the losses, play) asks the net's ``distribution``, so
 an algorithm's loss is written once for both spaces.
 """
@@ -98,6 +98,53 @@ class DiagGaussian:
 
 
 @dataclass(frozen=True)
+class SquashedGaussian(DiagGaussian):
+    """Box actions drawn from a Gaussian (the head as ``DiagGaussian``'s) and squashed by tanh
+    into [``low``, ``high``]: ``low + (tanh(u) + 1) / 2 * (high - low)`` for a draw u, so that
+    samples always lie within the bounds, and ``log_prob`` is the density of the squashed
+    action, the Gaussian's corrected by the squash's slope (SAC's policy)."""
+
+    def _centre_and_half_width(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        low = torch.tensor(self.low, device=like.device)
+        high = torch.tensor(self.high, device=like.device)
+        return (high + low) / 2, (high - low) / 2
+
+    def squash(self, draws: torch.Tensor) -> torch.Tensor:
+        centre, half_width = self._centre_and_half_width(draws)
+        return centre + half_width * torch.tanh(draws)
+
+    def sample_with_log_prob(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparametrised actions (gradients reach the head through them) and their log-densities."""
+        draws = super().sample(head)
+        return self.squash(draws), self._log_prob_of_draws(head, draws)
+
+    def _log_prob_of_draws(self, head: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
+        """log N(u; mean, std) - sum log |d action / d u|, where d action / d u is
+        half_width * (1 - tanh(u)^2), and log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))
+        without the cancellation of 1 - tanh^2 near the bounds."""
+        _, half_width = self._centre_and_half_width(draws)
+        slope = (torch.log(half_width) + 2 * (math.log(2.0) - draws - F.softplus(-2 * draws))).sum(dim=-1)
+        return super().log_prob(head, draws) - slope
+
+    def sample(self, head: torch.Tensor) -> torch.Tensor:
+        return self.squash(super().sample(head))
+
+    def greedy(self, head: torch.Tensor) -> torch.Tensor:
+        """The squashed mean."""
+        return self.squash(super().greedy(head))
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The log-density of squashed ``actions`` (strictly inside the bounds)."""
+        centre, half_width = self._centre_and_half_width(actions)
+        draws = torch.atanh(((actions - centre) / half_width).clamp(-1 + 1e-6, 1 - 1e-6))
+        return self._log_prob_of_draws(head, draws)
+
+    def entropy(self, head: torch.Tensor) -> torch.Tensor:
+        """Not in closed form once squashed: SAC estimates it as minus ``log_prob`` of samples."""
+        raise NotImplementedError("a squashed Gaussian's entropy has no closed form")
+
+
+@dataclass(frozen=True)
 class MultiCategorical:
     """MultiDiscrete actions: one Categorical per dimension, the head their logits side by side
     (``nvec`` of them); log-probabilities and entropies are sums over the dimensions."""
@@ -130,7 +177,7 @@ class MultiCategorical:
 
 
 CATEGORICAL = Categorical()
-Distribution = Categorical | DiagGaussian | MultiCategorical
+Distribution = Categorical | DiagGaussian | SquashedGaussian | MultiCategorical
 
 
 def policy_distribution(net: nn.Module) -> Distribution:

@@ -13,15 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lib.models import mlp
 from lib.policies import PolicyMap
 
 HIDDEN = 64
 """Units of each of the two hidden layers of actors and critics (the paper's)."""
-
-
-def mlp(inputs: int, outputs: int, hidden: int = HIDDEN) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, outputs))
 
 
 class Actor(nn.Module):
@@ -30,7 +26,7 @@ class Actor(nn.Module):
 
     def __init__(self, observation_size: int, n_actions: int):
         super().__init__()
-        self.policy = mlp(observation_size, n_actions)
+        self.policy = mlp(observation_size, n_actions, HIDDEN)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy(observations.float())
@@ -48,7 +44,7 @@ class MADDPGNet(nn.Module):
         self.agents, self.n_actions = agents, n_actions
         self.actors = PolicyMap({name: Actor(observation_size, n_actions) for name in dict.fromkeys(agent_policies)},
                                 agent_policies)
-        self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1) for _ in range(agents))
+        self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1, HIDDEN) for _ in range(agents))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.actors(observations)

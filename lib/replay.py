@@ -204,11 +204,11 @@ def spare_frames(capacity: int) -> int:
 
 
 def replay_bytes(capacity: int, observation_shape: tuple[int, ...], observation_dtype: str,
-                 frame_stack: int | None = None) -> int:
+                 frame_stack: int | None = None, action_bytes: int = 8) -> int:
     """Memory a ``ReplayBuffer`` of ``capacity`` takes: two whole observations a transition,
     or with ``frame_stack`` about one frame a transition, its frame numbers and the index."""
     observation = int(np.prod(observation_shape)) * np.dtype(observation_dtype).itemsize
-    columns = 8 + 4 + 1 + 8 + 16  # action, reward, done, steps, sum-tree leaf and node
+    columns = action_bytes + 4 + 1 + 8 + 16  # action, reward, done, steps, sum-tree leaf and node
     if frame_stack is None:
         return capacity * (2 * observation + columns)
     frame = observation // frame_stack
@@ -224,12 +224,14 @@ class ReplayBuffer:
     importance-sampling weights (N * P(i)) ** -beta divided by the batch's largest.
     ``frame_stack`` says the observations are stacks of that many frames on their first
     axis: each frame is then stored once (``FrameStore``). ``agents`` > 0 stores joint rows of
-    a multi-agent env (MADDPG's): an action and a reward per agent.
+    a multi-agent env (MADDPG's): an action and a reward per agent. Actions are single ints
+    unless ``action_shape`` and ``action_dtype`` say otherwise (a Box's float vectors).
     """
 
     def __init__(self, capacity: int, observation_shape: tuple[int, ...], observation_dtype: str,
                  alpha: float = 0.6, prioritized: bool = True, priority_eps: float = 1e-6,
-                 frame_stack: int | None = None, agents: int = 0):
+                 frame_stack: int | None = None, agents: int = 0, action_shape: tuple[int, ...] = (),
+                 action_dtype: str = "int64"):
         self.capacity = capacity
         self.alpha = alpha if prioritized else 0.0
         self.prioritized = prioritized and alpha > 0
@@ -242,7 +244,7 @@ class ReplayBuffer:
             self.observations = FrameStore(capacity, observation_shape, observation_dtype,
                                            capacity + spare_frames(capacity))
         per_agent = (capacity, agents) if agents else (capacity,)
-        self.actions = np.zeros(per_agent, dtype=np.int64)
+        self.actions = np.zeros((*per_agent, *action_shape), dtype=action_dtype)
         self.rewards = np.zeros(per_agent, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=bool)
         self.steps = np.zeros(capacity, dtype=np.int64)

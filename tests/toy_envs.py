@@ -256,3 +256,30 @@ class SideVecEnv(SideImageEnv):
 
 
 gym.register("SideVec-v0", entry_point=SideVecEnv)
+
+
+class ReachEnv(gym.Env):
+    """A target in [-1, 1] is the observation; the action (a Box of [-2, 2]) pays minus its
+    squared distance from it. Episodes of 10 steps, cut by time: a policy that reaches the
+    target scores 0, one that acts at random about -13."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+        self.target = np.zeros(1, np.float32)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.target = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.target.copy(), {}
+
+    def step(self, action):
+        reward = -float(np.sum((np.asarray(action) - self.target) ** 2))
+        self.t += 1
+        self.target = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.target.copy(), reward, False, self.t >= 10, {}
+
+
+gym.register("Reach-v0", entry_point=ReachEnv)

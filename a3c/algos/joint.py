@@ -9,16 +9,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm, shown_value
+from a3c.algos.replay import UniformReplayLearner
 from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
-    from tensorboardX import SummaryWriter
-
-    from a3c.algos.payloads import Transitions
-    from a3c.algos.replay import ReplayLearner, ReplaySteps
     from a3c.config import Config
-    from a3c.lifecycle.reporter import Reporter
     from lib.envs import EnvInfo
+    from lib.replay import ReplayBuffer
 
 
 def require_agents(algo: str, config: Config, env_info: EnvInfo) -> None:
@@ -54,44 +51,12 @@ class JointRowsAlgorithm(Algorithm):
         return {**super().acting_options(config, worker_id), "joint_rows": True}
 
 
-class JointReplayLearner:
-    """The learner side: a uniform replay buffer of joint rows made when the workers start (a
-    resumed run refills it), samples handed to ``update`` at the replay ratio, the target
-    net in checkpoints."""
+class JointReplayLearner(UniformReplayLearner):
+    """The learner side: a uniform replay buffer of joint rows."""
 
-    stats_type: type
-
-    def __init__(self, config: Config, update: ReplayLearner, env_info: EnvInfo):
-        self.config = config
-        self.env_info = env_info
-        self.update = update
-        self.net = update.net
-        self.optimizer = update.optimizer
-        self.steps: ReplaySteps | None = None
-
-    @property
-    def policy_version(self) -> int:
-        return self.update.policy_version
-
-    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
-        from a3c.algos.replay import ReplaySteps
+    def replay_buffer(self) -> ReplayBuffer:
         from lib.replay import ReplayBuffer
 
-        config, agents = self.config, len(self.env_info.agents)
-        replay = ReplayBuffer(config.replay_size, (agents, *self.env_info.observation_shape),
-                              self.env_info.observation_dtype, prioritized=False, agents=agents)
-        self.steps = ReplaySteps(self.update, replay, config.batch_size, config.replay_ratio, config.learning_starts,
-                                 beta=1.0, beta_steps=1, seed=config.seed, stats_type=self.stats_type)
-
-    def consume(self, message: Transitions, frame: int) -> list[Any]:
-        return self.steps.consume(message)
-
-    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
-        """Nothing beyond each step's figures."""
-
-    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
-        return {"target_model": self.update.target_net.state_dict()}
-
-    def load_extras(self, state: dict[str, Any]) -> None:
-        if "target_model" in state:
-            self.update.target_net.load_state_dict(state["target_model"])
+        agents = len(self.env_info.agents)
+        return ReplayBuffer(self.config.replay_size, (agents, *self.env_info.observation_shape),
+                            self.env_info.observation_dtype, prioritized=False, agents=agents)

@@ -1,17 +1,24 @@
-"""What the off-policy algorithms (DQN, MADDPG) share: the replay buffer's settings and the
-loop that fills the buffer with what the workers send and trains on samples of it at a
-fixed replay ratio. Pure at import: no torch."""
+"""What the off-policy algorithms (DQN, MADDPG, QMIX, SAC) share: the replay buffer's
+settings, the memory it needs, the loop that fills the buffer with what the workers send and
+trains on samples of it at a fixed replay ratio, and the learner side around a uniform one.
+Pure at import: no torch."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from a3c.settings import option
+from a3c.settings import ConfigError, option
 
 if TYPE_CHECKING:
+    from tensorboardX import SummaryWriter
+
     from a3c.algos.payloads import Transitions
+    from a3c.config import Config
+    from a3c.lifecycle.reporter import Reporter
+    from lib.envs import EnvInfo
     from lib.experience import TransitionBatch
     from lib.replay import ReplayBuffer
 
@@ -38,6 +45,17 @@ class ExplorationSettings(ReplaySettings):
                                    "EpsilonGreedy); empty: DQN's Ape-X epsilons", None, family=True)
 
 
+def check_replay_fits(config: Config, needed: int) -> None:
+    """ConfigError when a replay buffer of ``needed`` bytes would not fit in the memory free now."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not a system that says: do not guess
+        return
+    if needed > available:
+        raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
+                          f"memory and {available / 2**30:.1f} GiB are free")
+
+
 @dataclass(kw_only=True)
 class ReplayFigures:
     """What ``ReplaySteps`` adds to each step's figures (the algorithm's step stats subclass it)."""
@@ -51,6 +69,12 @@ class ReplayFigures:
 
 
 class ReplayLearner(Protocol):
+    """An algorithm's update: its nets (``target_net`` the one its targets come from), Adam,
+    and one step on a sampled batch."""
+
+    net: Any
+    target_net: Any
+    optimizer: Any
     version_counter: Any
 
     @property
@@ -110,3 +134,47 @@ class ReplaySteps:
                 policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
                 if message.batch.policy_versions is not None else None))
         return steps
+
+
+class UniformReplayLearner:
+    """The learner side of an algorithm whose ``update`` trains on uniform samples of a replay
+    buffer (``replay_buffer``) made when the workers start; a resumed run refills it. The
+    update's ``target_net`` goes into checkpoints."""
+
+    stats_type: type
+
+    def __init__(self, config: Config, update: ReplayLearner, env_info: EnvInfo):
+        self.config = config
+        self.env_info = env_info
+        self.update = update
+        self.net = update.net
+        self.optimizer = update.optimizer
+        self.steps: ReplaySteps | None = None
+
+    @property
+    def policy_version(self) -> int:
+        return self.update.policy_version
+
+    def replay_buffer(self) -> ReplayBuffer:
+        raise NotImplementedError
+
+    def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
+        config = self.config
+        if restored is not None:
+            reporter.info(f"the replay buffer refills: learning waits for {config.learning_starts:,} transitions")
+        self.steps = ReplaySteps(self.update, self.replay_buffer(), config.batch_size, config.replay_ratio,
+                                 config.learning_starts, beta=1.0, beta_steps=1, seed=config.seed,
+                                 stats_type=self.stats_type)
+
+    def consume(self, message: Transitions, frame: int) -> list[Any]:
+        return self.steps.consume(message)
+
+    def log_interval(self, writer: SummaryWriter, frame: int) -> None:
+        """Nothing beyond each step's figures."""
+
+    def checkpoint_extras(self, with_replay: bool) -> dict[str, Any]:
+        return {"target_model": self.update.target_net.state_dict()}
+
+    def load_extras(self, state: dict[str, Any]) -> None:
+        if "target_model" in state:
+            self.update.target_net.load_state_dict(state["target_model"])

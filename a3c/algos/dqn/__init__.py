@@ -5,7 +5,6 @@ from a target network."""
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from a3c.algos.dqn.settings import (
     VECTOR_REPLAY,
     DQNSettings,
 )
+from a3c.algos.replay import check_replay_fits
 from a3c.schedules import parse_epsilon_schedule
 from a3c.settings import ConfigError
 
@@ -55,13 +55,7 @@ class DQN(Algorithm):
 
         needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
                               env_info.frame_stack)
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):  # not a system that says: do not guess
-            return
-        if needed > available:
-            raise ConfigError(f"--replay-size {config.replay_size:,} needs {needed / 2**30:.1f} GiB of "
-                              f"memory and {available / 2**30:.1f} GiB are free")
+        check_replay_fits(config, needed)
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.dqn import build_q_net

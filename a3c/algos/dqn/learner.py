@@ -17,7 +17,7 @@ from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
 from a3c.algos.replay import ReplayFigures, ReplaySteps
-from a3c.learner import clip_and_step, make_adam, new_version_counter
+from a3c.learner import clip_and_step, follow, make_adam, new_version_counter
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
@@ -102,12 +102,10 @@ class QLearner:
         return figures, td_errors.cpu().numpy()
 
     def _follow_target(self) -> None:
-        with torch.no_grad():
-            if self.tau > 0:
-                for target, online in zip(self.target_net.parameters(), self.net.parameters()):
-                    target.lerp_(online, self.tau)
-            elif self.policy_version % self.target_sync == 0:
-                self.target_net.load_state_dict(self.net.state_dict())
+        if self.tau > 0:
+            follow(self.target_net, self.net, self.tau)
+        elif self.policy_version % self.target_sync == 0:
+            self.target_net.load_state_dict(self.net.state_dict())
 
 
 class DQNLearner:

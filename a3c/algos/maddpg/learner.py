@@ -5,7 +5,6 @@ action, the other agents' actions as taken), and Polyak-averaged target nets."""
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,7 @@ import torch.nn.functional as F
 
 from a3c.algos.joint import JointReplayLearner
 from a3c.algos.replay import ReplayFigures
-from a3c.learner import NonFiniteLoss
+from a3c.learner import follow, step_parts
 from lib.experience import TransitionBatch
 from lib.maddpg import (
     MADDPGNet,
@@ -90,21 +89,11 @@ class MADDPGUpdate:
         loss_actor = LOGIT_PENALTY * logits.pow(2).mean() - sum(
             net.q_value(agent, observations, actor_joint_actions(taken, agent, own[:, agent])).mean()
             for agent in range(net.agents))
-        critic_grads = torch.autograd.grad(loss_critic, self.critic_parameters)
-        actor_grads = torch.autograd.grad(loss_actor, self.actor_parameters)
-        for parameter, grad in zip([*self.critic_parameters, *self.actor_parameters], [*critic_grads, *actor_grads]):
-            parameter.grad = grad
-        norm_critic = float(torch.nn.utils.clip_grad_norm_(self.critic_parameters, self.clip_grad))
-        norm_actor = float(torch.nn.utils.clip_grad_norm_(self.actor_parameters, self.clip_grad))
+        norm_critic, norm_actor = step_parts(self.optimizer, [(loss_critic, self.critic_parameters),
+                                                              (loss_actor, self.actor_parameters)],
+                                             self.clip_grad, self.version_counter)
         losses = (float(loss_critic.detach()), float(loss_actor.detach()))
-        if not all(math.isfinite(value) for value in (*losses, norm_critic, norm_actor)):
-            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: losses {losses}, "
-                                f"gradient norms {norm_actor}, {norm_critic}")
-        self.optimizer.step()
-        self.version_counter += 1
-        with torch.no_grad():
-            for target, online in zip(self.target_net.parameters(), net.parameters()):
-                target.lerp_(online, self.tau)
+        follow(self.target_net, net, self.tau)
         td_errors = (targets - q_values.detach()).abs().mean(dim=1)
         figures = {"loss_critic": losses[0], "loss_actor": losses[1], "q_values": float(q_values.detach().mean()),
                    "td_error": float(td_errors.mean()), "grad_norm": norm_actor, "grad_norm_critic": norm_critic}

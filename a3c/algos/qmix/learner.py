@@ -4,7 +4,6 @@ the agent Q-network and the mixer on (Q_tot - y)^2, with y from the target nets
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ import torch
 
 from a3c.algos.joint import JointReplayLearner
 from a3c.algos.replay import ReplayFigures
-from a3c.learner import NonFiniteLoss
+from a3c.learner import clip_and_step, follow
 from lib.experience import TransitionBatch
 from lib.qmix import QMIXNet, qmix_targets
 
@@ -62,15 +61,8 @@ class QMIXUpdate:
         loss = (totals - targets).pow(2).mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.clip_grad))
-        if not (math.isfinite(float(loss.detach())) and math.isfinite(grad_norm)):
-            raise NonFiniteLoss(f"non-finite training signal at step {self.policy_version}: loss {float(loss)}, "
-                                f"gradient norm {grad_norm}")
-        self.optimizer.step()
-        self.version_counter += 1
-        with torch.no_grad():
-            for target, online in zip(self.target_net.parameters(), self.net.parameters()):
-                target.lerp_(online, self.tau)
+        grad_norm = clip_and_step(self.net, self.optimizer, self.clip_grad, float(loss.detach()), self.version_counter)
+        follow(self.target_net, self.net, self.tau)
         td_errors = (targets - totals.detach()).abs()
         figures = {"loss_td": float(loss.detach()), "q_total": float(totals.detach().mean()),
                    "td_error": float(td_errors.mean()), "grad_norm": grad_norm}

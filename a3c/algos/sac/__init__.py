@@ -1,0 +1,76 @@
+"""Soft actor-critic on Box actions: workers act with the shared net's squashed Gaussian
+policy and send n-step transitions with their last states; the learner keeps them in a
+uniform replay buffer and trains twin critics towards soft targets, the actor through them,
+and the entropy temperature towards a target entropy."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from a3c.algos.base import Algorithm, shown_value
+from a3c.algos.replay import check_replay_fits
+from a3c.algos.sac.settings import PRESET, SACSettings
+from a3c.settings import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from a3c.algos.sac.learner import SACLearner
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+class SAC(Algorithm):
+    name = "sac"
+    summary = ("soft actor-critic for Box actions: a squashed Gaussian policy, twin critics and a "
+               "learned entropy temperature, from a replay buffer the workers fill")
+    settings = SACSettings
+    box_actions = True
+    sends_last_states = True
+
+    def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(PRESET)
+
+    def defaults_help(self, name: str) -> str | None:
+        """One value: SAC runs on vector observations with Box actions only."""
+        return None if PRESET.get(name) is None else shown_value(PRESET[name])
+
+    def check(self, config: Config, atari: bool) -> None:
+        if atari:
+            raise ConfigError("--algo sac is for Box actions; Atari games have Discrete ones")
+        if config.tau == 0:
+            raise ConfigError("--tau of --algo sac must be > 0: its target critics follow by Polyak averaging")
+
+    def preflight(self, config: Config, env_info: EnvInfo) -> None:
+        """Box actions with finite bounds, one agent, and room for the replay buffer."""
+        if not env_info.continuous or env_info.agents:
+            kind = "several agents" if env_info.agents else "Discrete" if env_info.discrete else "MultiDiscrete"
+            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has {kind} "
+                              f"{'' if env_info.agents else 'actions'}".rstrip())
+        bounds = (*env_info.action_low, *env_info.action_high)
+        if not all(abs(bound) < float("inf") for bound in bounds):
+            raise ConfigError(f"--algo sac squashes its actions into their bounds; {config.env_id}'s are unbounded")
+        from lib.replay import replay_bytes
+
+        needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
+                              action_bytes=4 * env_info.n_actions)
+        check_replay_fits(config, needed)
+
+    def rows_in_flight(self, config: Config) -> int:
+        """Two optimizer steps' worth of transitions (at one step a transition, the least the
+        queues hold: two messages a worker): the workers act with weights a few steps old,
+        where two learner batches in flight would be 512 transitions, 512 steps, behind."""
+        return max(1, round(2 * config.batch_size / config.replay_ratio))
+
+    def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        from lib.sac import SACNet, SquashedGaussian
+
+        distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
+        return SACNet(env_info.observation_shape[0], distribution)
+
+    def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
+                     env_info: EnvInfo) -> SACLearner:
+        from a3c.algos.sac.learner import SACLearner
+
+        return SACLearner(config, net, version_counter, env_info)

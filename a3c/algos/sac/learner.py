@@ -1,0 +1,128 @@
+"""SAC's learner: n-step rows into a uniform replay buffer, then per sample one step of the
+twin critics (towards the soft targets of the target critics), of the actor (up the smaller
+critic's Q of its own reparametrised action, less the temperature times its log-density)
+and of the temperature (towards the target entropy); the target critics follow by Polyak
+averaging."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from a3c.algos.replay import ReplayFigures, UniformReplayLearner
+from a3c.learner import follow, step_parts
+from lib.experience import TransitionBatch
+from lib.replay import ReplayBuffer
+from lib.sac import SACNet, soft_targets
+
+if TYPE_CHECKING:
+    from a3c.config import Config
+    from lib.envs import EnvInfo
+
+
+@dataclass
+class SACStepStats(ReplayFigures):
+    """Scalars worth logging about one SAC step."""
+
+    loss_critic: float
+    loss_actor: float
+    loss_temperature: float
+    temperature: float
+    entropy: float
+    """Minus the mean log-density of the actor's fresh actions: what the temperature steers."""
+    q_values: float
+    td_error: float
+    grad_norm: float
+    """Of the actor's gradient, before the clip."""
+    grad_norm_critic: float
+
+
+class SACUpdate:
+    """The optimizer step on one batch: one Adam over the actor, the critics and the
+    temperature (a parameter group each), each part moved by its own loss only
+    (``a3c.learner.step_parts``). A ``temperature`` given is used as it is; else the net's
+    learned one. ``target_net`` holds the target critics."""
+
+    def __init__(self, net: SACNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
+                 target_entropy: float, temperature: float | None, device: torch.device | str,
+                 version_counter: torch.Tensor):
+        self.net = net
+        self.target_net = copy.deepcopy(net.critics)
+        for parameter in self.target_net.parameters():
+            parameter.requires_grad_(False)
+        self.actor_parameters = list(net.actor.parameters())
+        self.critic_parameters = list(net.critics.parameters())
+        self.fixed_temperature = temperature
+        groups = [{"params": self.actor_parameters}, {"params": self.critic_parameters}]
+        if temperature is None:
+            groups.append({"params": [net.log_temperature]})
+        else:
+            net.log_temperature.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(groups, lr=lr, eps=adam_eps)
+        self.clip_grad, self.gamma, self.tau, self.target_entropy = clip_grad, gamma, tau, target_entropy
+        self.device = device
+        self.version_counter = version_counter
+
+    @property
+    def policy_version(self) -> int:
+        return int(self.version_counter)
+
+    def targets(self, batch: TransitionBatch, temperature: float) -> torch.Tensor:
+        """The soft targets of ``batch``, without gradient."""
+        with torch.no_grad():
+            next_observations = torch.as_tensor(batch.last_states, device=self.device)
+            head, _ = self.net(next_observations)
+            next_actions, next_log_probs = self.net.distribution.sample_with_log_prob(head)
+            inputs = torch.cat([next_observations.float(), next_actions], dim=-1)
+            next_q = torch.cat([critic(inputs) for critic in self.target_net], dim=-1)
+            return soft_targets(torch.as_tensor(batch.rewards, device=self.device),
+                                torch.as_tensor(batch.dones, device=self.device),
+                                torch.as_tensor(batch.steps, device=self.device), next_q, next_log_probs,
+                                temperature, self.gamma)
+
+    def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+        """One step of the three losses; its figures and |y - Q_1| (for the priorities).
+        Raises NonFiniteLoss (``a3c.learner``), applying nothing, for a non-finite loss or norm."""
+        net = self.net
+        learned = self.fixed_temperature is None
+        temperature = float(net.log_temperature.detach().exp()) if learned else self.fixed_temperature
+        observations = torch.as_tensor(batch.states, device=self.device)
+        targets = self.targets(batch, temperature)
+        q_values = net.q_values(observations, torch.as_tensor(batch.actions, device=self.device))
+        loss_critic = (q_values - targets[:, None]).pow(2).mean(dim=0).sum()
+
+        head, _ = net(observations)
+        actions, log_probs = net.distribution.sample_with_log_prob(head)
+        loss_actor = (temperature * log_probs - net.q_values(observations, actions).min(dim=-1).values).mean()
+        loss_temperature = -(net.log_temperature * (log_probs.detach() + self.target_entropy)).mean()
+        parts = [(loss_critic, self.critic_parameters), (loss_actor, self.actor_parameters)]
+        if learned:
+            parts.append((loss_temperature, [net.log_temperature]))
+        norm_critic, norm_actor, *_ = step_parts(self.optimizer, parts, self.clip_grad, self.version_counter)
+        follow(self.target_net, net.critics, self.tau)
+        td_errors = (targets - q_values[:, 0].detach()).abs()
+        figures = {"loss_critic": float(loss_critic.detach()), "loss_actor": float(loss_actor.detach()),
+                   "loss_temperature": float(loss_temperature.detach()), "temperature": temperature,
+                   "entropy": float(-log_probs.detach().mean()), "q_values": float(q_values.detach().mean()),
+                   "td_error": float(td_errors.mean()), "grad_norm": norm_actor, "grad_norm_critic": norm_critic}
+        return figures, td_errors.cpu().numpy()
+
+
+class SACLearner(UniformReplayLearner):
+    """The learner side of ``--algo sac``: a uniform replay buffer of Box actions."""
+
+    stats_type = SACStepStats
+
+    def __init__(self, config: Config, net: SACNet, version_counter: torch.Tensor, env_info: EnvInfo):
+        target_entropy = -float(env_info.n_actions) if config.target_entropy is None else config.target_entropy
+        super().__init__(config, SACUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
+                                           config.tau, target_entropy, config.temperature,
+                                           torch.device(config.device), version_counter), env_info)
+
+    def replay_buffer(self) -> ReplayBuffer:
+        info = self.env_info
+        return ReplayBuffer(self.config.replay_size, info.observation_shape, info.observation_dtype,
+                            prioritized=False, action_shape=info.action_shape, action_dtype=info.action_dtype)

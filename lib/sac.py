@@ -1,0 +1,50 @@
+"""Soft actor-critic's parts (Haarnoja et al. 2018, with the learned temperature of the
+second paper): the net, a tanh-squashed Gaussian policy (``lib.distributions.SquashedGaussian``)
+with its log-stds clamped to ``LOG_STD_RANGE`` and twin Q critics over observation and
+action, and the soft targets.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lib.distributions import SquashedGaussian
+from lib.models import mlp
+
+LOG_STD_RANGE = (-5.0, 2.0)
+"""The log-stds the actor may give (CleanRL's and SB3's bounds): wider, and the squashed
+log-densities of a near-deterministic policy overflow."""
+HIDDEN = 256
+"""Units of each of the two hidden layers of the actor and of each critic (the paper's)."""
+
+
+class SACNet(nn.Module):
+    """The actor (observation to policy head) and twin critics (observation and action to
+    Q), separate MLPs; ``log_temperature`` is the entropy temperature's log, learned with
+    them from 1. ``forward`` gives (policy head, zeros), as the actor-critic nets act
+    (``lib.models.evaluate``): the critics serve the learner only."""
+
+    def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int = HIDDEN):
+        super().__init__()
+        self.distribution = distribution
+        self.actor = mlp(observation_size, 2 * distribution.size, hidden)
+        self.critics = nn.ModuleList(mlp(observation_size + distribution.size, 1, hidden) for _ in range(2))
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.actor(observations.float()).chunk(2, dim=-1)
+        head = torch.cat([mean, log_std.clamp(*LOG_STD_RANGE)], dim=-1)
+        return head, head.new_zeros(head.shape[:-1])
+
+    def q_values(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """(N, 2): each critic's Q(observation, action)."""
+        inputs = torch.cat([observations.float(), actions], dim=-1)
+        return torch.cat([critic(inputs) for critic in self.critics], dim=-1)
+
+
+def soft_targets(rewards: torch.Tensor, dones: torch.Tensor, steps: torch.Tensor, next_q: torch.Tensor,
+                 next_log_probs: torch.Tensor, temperature: float, gamma: float) -> torch.Tensor:
+    """y = R + gamma^n (1 - done) (min_i Q'_i(s', a') - temperature * log pi(a' | s')) for n-step
+    rows (``rewards`` their discounted sums over ``steps``), a' drawn from the policy at s'."""
+    soft_value = next_q.min(dim=-1).values - temperature * next_log_probs
+    return rewards + gamma ** steps.float() * (~dones).float() * soft_value
