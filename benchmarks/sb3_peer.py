@@ -1,4 +1,4 @@
-"""The peer: Stable-Baselines3 A2C (or DQN, or PPO) on the same envs, run in its own process.
+"""The peer: Stable-Baselines3 A2C (or DQN, PPO, SAC) on the same envs, run in its own process.
 
 Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
 with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
@@ -9,6 +9,7 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --algo ppo --stop-reward 475
     python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 4 --algo ppo --max-seconds 600
     python -m benchmarks.sb3_peer --env HalfCheetah-v5 --n-envs 1 --algo ppo --max-seconds 7200
+    python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 1 --algo sac --stop-reward -200 --max-seconds 900
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
         --max-frames 10000000 --max-seconds 20000
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 16 --zoo-atari --sb3-wrappers \
@@ -27,7 +28,7 @@ import json
 import time
 
 import torch
-from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3 import A2C, DQN, PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.monitor import Monitor
@@ -113,6 +114,13 @@ ZOO_PENDULUM_PPO = {
 generalized state-dependent exploration)."""
 
 
+ZOO_PENDULUM_SAC = {"learning_rate": 1e-3}
+"""rl-baselines3-zoo's SAC values for Pendulum-v1 (its hyperparams/sac.yml): SB3's defaults
+(batch 256, one gradient step an env step, learning from 100 steps, a learned temperature)
+at a learning rate of 1e-3."""
+ZOO_MUJOCO_SAC = {"learning_starts": 10_000}
+"""Its MuJoCo SAC: SB3's defaults, learning from 10,000 steps."""
+
 
 def halfcheetah_policy() -> dict:
     """The zoo's HalfCheetah net: separate 256x256 ReLU MLPs, log-std starting at -2, no
@@ -131,10 +139,11 @@ def main() -> None:
     parser.add_argument("--stop-reward", type=float, default=None)
     parser.add_argument("--max-seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--algo", choices=["a2c", "dqn", "ppo"], default="a2c",
+    parser.add_argument("--algo", choices=["a2c", "dqn", "ppo", "sac"], default="a2c",
                         help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1); ppo: its "
                              "tuned CartPole PPO (pass --n-envs 8), on Pendulum-v1 its Pendulum "
-                             "PPO (pass --n-envs 4), on HalfCheetah its HalfCheetah PPO (--n-envs 1)")
+                             "PPO (pass --n-envs 4), on HalfCheetah its HalfCheetah PPO (--n-envs 1); "
+                             "sac: its Pendulum SAC, else its MuJoCo SAC (pass --n-envs 1)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
@@ -171,6 +180,9 @@ def main() -> None:
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_PENDULUM_PPO)
     elif args.algo == "ppo":
         model = PPO(policy, envs, seed=args.seed, device="cpu", **ZOO_CARTPOLE_PPO)
+    elif args.algo == "sac":
+        tuned_sac = ZOO_PENDULUM_SAC if args.env == "Pendulum-v1" else ZOO_MUJOCO_SAC
+        model = SAC(policy, envs, seed=args.seed, device="cpu", **tuned_sac)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
