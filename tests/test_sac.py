@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from a3c import Trainer
 from a3c.algos.sac.learner import SACUpdate
+from a3c.config import ConfigError, make_config
 from a3c.learner import new_version_counter
 from a3c.play import play
+from a3c.preflight import preflight
 from lib.distributions import SquashedGaussian
 from lib.experience import TransitionBatch
 from lib.sac import SACNet, soft_targets
-from tests import toy_envs  # noqa: F401  (registers Reach-v0)
+from tests import toy_envs  # registers Reach-v0
 
 BOX = SquashedGaussian(1, (-2.0,), (2.0,))
 
@@ -124,3 +127,19 @@ def test_sac_learns_to_reach_acts_within_the_bounds_and_keeps_the_lag_small(tmp_
             assert trainer.compute_action(np.array([target], np.float32), greedy=True)[0] == pytest.approx(target, abs=0.2)
         path = trainer.save()
     assert np.mean([episode.reward for episode in play(str(path), episodes=5, greedy=True)]) > -1.0
+
+
+class CameraReach(toy_envs.SideImageEnv):
+    """A camera image, and a Box action."""
+
+    def __init__(self):
+        super().__init__(dict_space=False)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+gym.register("CameraReach-v0", entry_point=CameraReach)
+
+
+def test_images_are_refused_before_any_worker():
+    with pytest.raises(ConfigError, match="--algo sac reads vector observations through MLPs; CameraReach-v0's hold"):
+        preflight(make_config(env="CameraReach-v0", algo="sac"))

@@ -43,11 +43,14 @@ class SAC(Algorithm):
             raise ConfigError("--tau of --algo sac must be > 0: its target critics follow by Polyak averaging")
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
-        """Box actions with finite bounds, one agent, and room for the replay buffer."""
+        """One agent's Box actions with finite bounds, vector observations, and room for the
+        replay buffer."""
         if not env_info.continuous or env_info.agents:
             kind = "several agents" if env_info.agents else "Discrete" if env_info.discrete else "MultiDiscrete"
             raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has {kind} "
                               f"{'' if env_info.agents else 'actions'}".rstrip())
+        if env_info.image_parts:
+            raise ConfigError(f"--algo sac reads vector observations through MLPs; {config.env_id}'s hold images")
         bounds = (*env_info.action_low, *env_info.action_high)
         if not all(abs(bound) < float("inf") for bound in bounds):
             raise ConfigError(f"--algo sac squashes its actions into their bounds; {config.env_id}'s are unbounded")
