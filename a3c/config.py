@@ -81,8 +81,8 @@ class RunSettings:
                                 at_least=0)
     seed: int = option("seed of the whole run", 0, at_least=0, at_most=2**32 - 1)  # numpy's range
     logdir: str = option("TensorBoard and checkpoint root", "runs")
-    track: bool = option("mirror the run's TensorBoard scalars and settings to a Weights & Biases run (the "
-                         "wandb extra; WANDB_MODE=offline keeps it on disk for `wandb sync`)", False)
+    track: bool = option("log each iteration's results and the run's settings to a Weights & Biases run "
+                         "(the wandb extra; WANDB_MODE=offline keeps it on disk for `wandb sync`)", False)
     wandb_project: str | None = option("--track: the W&B project; default: a3c", None)
     wandb_entity: str | None = option("--track: the W&B team or user; default: your own", None)
     cuda: bool = option("train on the GPU", False)
