@@ -292,6 +292,12 @@ def box_report(results: dict) -> str:
                                          image=None)])
 
 
+def sac_report(results: dict) -> str:
+    return "\n".join([*_header("SAC: --algo sac against SB3 SAC on Pendulum-v1", results),
+                      *_cartpole_section(results["sac"], "`--algo sac` at its defaults against SB3 SAC (RL zoo): "
+                                         "Pendulum-v1 to a mean-100 of -200", "SB3 SAC (RL zoo)", image=None)])
+
+
 def mujoco_report(results: dict) -> str:
     return "\n".join([*_header("MuJoCo: --algo ppo against SB3 PPO on HalfCheetah-v5", results),
                       *mujoco_section(results["mujoco"]),

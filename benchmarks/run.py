@@ -57,6 +57,7 @@ from benchmarks.report import (
     plot_solve,
     ppo_report,
     ray_report,
+    sac_report,
     solve_report,
 )
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
@@ -69,6 +70,8 @@ PENDULUM = "Pendulum-v1"
 PENDULUM_GOAL = -200.0
 PENDULUM_ARGS = ("--algo", "ppo", "--preset", "box", "--gamma", "0.9", "--stop-reward", str(PENDULUM_GOAL))
 """Box actions: PPO's box preset with the RL zoo's Pendulum discount, to a mean-100 of -200."""
+SAC_PENDULUM_ARGS = ("--algo", "sac", "--stop-reward", str(PENDULUM_GOAL))
+"""SAC at its defaults, to the same mean-100."""
 PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
 SB3_ZOO_ATARI_ENVS = 16
@@ -126,10 +129,10 @@ peer runs to (None: its whole budget of steps)."""
 def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c", env_id: str = CARTPOLE) -> dict:
     """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise),
     its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound;
-    on Pendulum-v1 its tuned PPO (4 envs) to ``PENDULUM_GOAL``; on HalfCheetah its tuned PPO
-    (one env) for its million steps."""
+    on Pendulum-v1 its tuned PPO (4 envs) or SAC (one env) to ``PENDULUM_GOAL``; on HalfCheetah
+    its tuned PPO (one env) for its million steps."""
     n_envs, goal = PEER_ENVS_AND_GOALS[env_id]
-    n_envs = 1 if algo == "dqn" else n_envs
+    n_envs = 1 if algo in ("dqn", "sac") else n_envs
     report = run_sb3(env_id, n_envs, max_seconds, ent_coef=0.0, stop_reward=goal, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
     curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
@@ -340,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent", "atari", "box", "mujoco", "memory"],
+                                           "ppo", "ray", "multiagent", "atari", "box", "sac", "mujoco", "memory"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -350,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "
                              "each, docs/atari.md with --docs), box (--algo ppo on Pendulum-v1 to -200 against "
-                             "SB3 PPO), mujoco (--algo ppo on HalfCheetah-v5 for 1M steps against SB3 PPO, "
+                             "SB3 PPO), sac (--algo sac on Pendulum-v1 to -200 against SB3 SAC), mujoco (--algo ppo on HalfCheetah-v5 for 1M steps against SB3 PPO, "
                              "both with the RL zoo's values) and memory (CueMemory-v0 with and without "
                              "--lstm) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
@@ -473,6 +476,12 @@ def main(argv: list[str] | None = None) -> int:
                 seeds, with_sb3, 600.0, PENDULUM_ARGS, functools.partial(solve_sb3, algo="ppo", env_id=PENDULUM),
                 peer_seconds=600.0, env_id=PENDULUM)
         results["box"]["cpu_steal"] = steal.fraction
+    if "sac" in parts:
+        with StealMeter() as steal:
+            results["sac"] = cartpole_comparison(
+                seeds, with_sb3, 900.0, SAC_PENDULUM_ARGS, functools.partial(solve_sb3, algo="sac", env_id=PENDULUM),
+                peer_seconds=900.0, env_id=PENDULUM)
+        results["sac"]["cpu_steal"] = steal.fraction
     if "mujoco" in parts:
         with StealMeter() as steal:
             results["mujoco"] = cartpole_comparison(
@@ -527,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
         if "box" in results:
             (ROOT / "docs" / "box_benchmark.md").write_text(box_report(results))
+        if "sac" in results:
+            (ROOT / "docs" / "sac_benchmark.md").write_text(sac_report(results))
         if "mujoco" in results:
             (ROOT / "docs" / "mujoco_benchmark.md").write_text(mujoco_report(results))
         if "memory" in results:
@@ -540,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
             (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
             plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "mujoco", "memory"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "sac", "mujoco", "memory"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")
