@@ -118,7 +118,7 @@ def test_a_fixed_temperature_stays():
 def test_sac_learns_to_reach_acts_within_the_bounds_and_keeps_the_lag_small(tmp_path):
     """Random actions score about -13 an episode, the target reached 0."""
     with Trainer(env="tests.toy_envs:Reach-v0", algo="sac", seed=0, logdir=str(tmp_path), backend="serial", lr=1e-3,
-                 batch_size=64, replay_ratio=64, learning_starts=300, stop_reward=-2.0, max_frames=6_000) as trainer:
+                 batch_size=64, replay_ratio=64, learning_starts=300, stop_reward=-3.0, max_frames=6_000) as trainer:
         while not (result := trainer.train())["done"]:
             pass
         assert result["reason"] == "solved", result

@@ -1,14 +1,11 @@
 """``--track``: a run's TensorBoard scalars and settings mirrored to a Weights & Biases run,
 offline in the suite (conftest.py sets WANDB_MODE), resumed in the same W&B run; and W&B's
 failures as one line before any child."""
-import os
-import subprocess
-import sys
-
 import pytest
 
+import a3c.cli
+import a3c.lifecycle.trainer
 from a3c.lifecycle.tracking import figures, tracking_id
-from tests.conftest import ROOT
 from tests.helpers import alive, only_run_dir
 
 pytest.importorskip("wandb", reason="W&B is not installed (the wandb extra)")
@@ -40,16 +37,22 @@ def test_a_tracked_run_logs_its_results_and_settings_and_a_resume_goes_on_in_the
     assert len(runs) == 2 and runs[0] == first.parent  # the same W&B run, gone on from the same folder
 
 
-def test_a_wandb_run_that_cannot_start_is_one_line_and_exit_2_before_any_child(tmp_path):
+def test_a_wandb_run_that_cannot_start_is_one_line_and_exit_2_before_any_child(tmp_path, capsys, monkeypatch):
     # online with no API key: W&B refuses at once (its server, were it asked, is a closed local port)
-    env = {**os.environ, "WANDB_MODE": "online", "WANDB_BASE_URL": "http://127.0.0.1:1", "WANDB_API_KEY": ""}
-    done = subprocess.run([sys.executable, "run_a3c.py", "-n", "x", "--env", "CartPole-v1", "--track",
-                           "--logdir", str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, check=False)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("WANDB_API_KEY", "")
+    monkeypatch.setattr(a3c.lifecycle.trainer, "make_pool", must_not_start)
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--track", "--logdir", str(tmp_path)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         "run_a3c.py: error: --track: W&B could not start the run: No API key configured. Use `wandb login` to log in."]
     assert list(tmp_path.rglob("checkpoint.pt")) == []
+
+
+def must_not_start(*args, **kwargs):
+    raise AssertionError("a worker pool was made")
 
 
 def test_a_results_figures_are_its_numbers_nested_ones_by_path():
