@@ -72,6 +72,8 @@ PENDULUM_ARGS = ("--algo", "ppo", "--preset", "box", "--gamma", "0.9", "--stop-r
 """Box actions: PPO's box preset with the RL zoo's Pendulum discount, to a mean-100 of -200."""
 SAC_PENDULUM_ARGS = ("--algo", "sac", "--stop-reward", str(PENDULUM_GOAL))
 """SAC at its defaults, to the same mean-100."""
+PENDULUM_PARTS = {"box": (PENDULUM_ARGS, "ppo", 600.0), "sac": (SAC_PENDULUM_ARGS, "sac", 900.0)}
+"""The Pendulum parts: this trainer's flags, the SB3 peer's algorithm, the seconds each side gets."""
 PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
 SB3_ZOO_ATARI_ENVS = 16
@@ -470,18 +472,14 @@ def main(argv: list[str] | None = None) -> int:
             results["ppo"] = cartpole_comparison(seeds, with_sb3, 300.0, ("--algo", "ppo"),
                                                  functools.partial(solve_sb3, algo="ppo"), peer_seconds=300.0)
         results["ppo"]["cpu_steal"] = steal.fraction
-    if "box" in parts:
-        with StealMeter() as steal:
-            results["box"] = cartpole_comparison(
-                seeds, with_sb3, 600.0, PENDULUM_ARGS, functools.partial(solve_sb3, algo="ppo", env_id=PENDULUM),
-                peer_seconds=600.0, env_id=PENDULUM)
-        results["box"]["cpu_steal"] = steal.fraction
-    if "sac" in parts:
-        with StealMeter() as steal:
-            results["sac"] = cartpole_comparison(
-                seeds, with_sb3, 900.0, SAC_PENDULUM_ARGS, functools.partial(solve_sb3, algo="sac", env_id=PENDULUM),
-                peer_seconds=900.0, env_id=PENDULUM)
-        results["sac"]["cpu_steal"] = steal.fraction
+    for part, (ours_args, peer_algo, part_seconds) in PENDULUM_PARTS.items():
+        if part in parts:
+            with StealMeter() as steal:
+                results[part] = cartpole_comparison(
+                    seeds, with_sb3, part_seconds, ours_args,
+                    functools.partial(solve_sb3, algo=peer_algo, env_id=PENDULUM), peer_seconds=part_seconds,
+                    env_id=PENDULUM)
+            results[part]["cpu_steal"] = steal.fraction
     if "mujoco" in parts:
         with StealMeter() as steal:
             results["mujoco"] = cartpole_comparison(
