@@ -6,7 +6,6 @@ so the CLI exits 2 before anything starts."""
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 
 from gymnasium.error import DependencyNotInstalled
@@ -58,8 +57,7 @@ def preflight(config: Config) -> EnvInfo:
             parse_policy_mapping(config.policies, env_info.agents)
         except PolicyMappingError as exc:
             raise ConfigError(str(exc)) from exc
-    if config.random_frames and env_info.continuous and not all(
-            math.isfinite(bound) for bound in (*env_info.action_low, *env_info.action_high)):
+    if config.random_frames and env_info.continuous and not env_info.bounded:
         raise ConfigError(f"--random-frames draws Box actions uniformly within their bounds; "
                           f"{config.env_id}'s are unbounded")
     algorithm = get_algorithm(config.algo)

@@ -13,6 +13,7 @@ accumulator also handles.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from functools import partial
@@ -261,6 +262,11 @@ class EnvInfo:
     @property
     def continuous(self) -> bool:
         return self.action_low is not None
+
+    @property
+    def bounded(self) -> bool:
+        """Box actions whose every bound is finite (uniform draws and squashing need them)."""
+        return self.continuous and all(math.isfinite(bound) for bound in (*self.action_low, *self.action_high))
 
     @property
     def discrete(self) -> bool:

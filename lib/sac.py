@@ -38,8 +38,13 @@ class SACNet(nn.Module):
 
     def q_values(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """(N, 2): each critic's Q(observation, action)."""
-        inputs = torch.cat([observations.float(), actions], dim=-1)
-        return torch.cat([critic(inputs) for critic in self.critics], dim=-1)
+        return critic_values(self.critics, observations, actions)
+
+
+def critic_values(critics: nn.ModuleList, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """(N, critics): each of ``critics``' Q(observation, action), the net's or their target copies'."""
+    inputs = torch.cat([observations.float(), actions], dim=-1)
+    return torch.cat([critic(inputs) for critic in critics], dim=-1)
 
 
 def soft_targets(rewards: torch.Tensor, dones: torch.Tensor, steps: torch.Tensor, next_q: torch.Tensor,

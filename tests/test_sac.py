@@ -143,3 +143,23 @@ gym.register("CameraReach-v0", entry_point=CameraReach)
 def test_images_are_refused_before_any_worker():
     with pytest.raises(ConfigError, match="--algo sac reads vector observations through MLPs; CameraReach-v0's hold"):
         preflight(make_config(env="CameraReach-v0", algo="sac"))
+
+
+class UnboundedReach(toy_envs.ReachEnv):
+    """``Reach-v0`` with Box actions of infinite bounds."""
+
+    def __init__(self):
+        super().__init__()
+        self.action_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+
+
+gym.register("UnboundedReach-v0", entry_point=UnboundedReach)
+
+
+def test_unbounded_actions_are_refused_where_a_bound_is_needed_and_bounded_ones_pass():
+    with pytest.raises(ConfigError, match="--algo sac squashes its actions into their bounds; UnboundedReach-v0's"):
+        preflight(make_config(env="UnboundedReach-v0", algo="sac"))
+    with pytest.raises(ConfigError, match="--random-frames draws Box actions uniformly within their bounds"):
+        preflight(make_config(env="UnboundedReach-v0", algo="ppo", random_frames=100))
+    assert preflight(make_config(env="UnboundedReach-v0", algo="ppo")).bounded is False
+    assert preflight(make_config(env="tests.toy_envs:Reach-v0", algo="sac", random_frames=100)).bounded

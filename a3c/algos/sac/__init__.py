@@ -46,13 +46,12 @@ class SAC(Algorithm):
         """One agent's Box actions with finite bounds, vector observations, and room for the
         replay buffer."""
         if not env_info.continuous or env_info.agents:
-            kind = "several agents" if env_info.agents else "Discrete" if env_info.discrete else "MultiDiscrete"
-            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has {kind} "
-                              f"{'' if env_info.agents else 'actions'}".rstrip())
+            what = ("several agents" if env_info.agents else
+                    "Discrete actions" if env_info.discrete else "MultiDiscrete actions")
+            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has {what}")
         if env_info.image_parts:
             raise ConfigError(f"--algo sac reads vector observations through MLPs; {config.env_id}'s hold images")
-        bounds = (*env_info.action_low, *env_info.action_high)
-        if not all(abs(bound) < float("inf") for bound in bounds):
+        if not env_info.bounded:
             raise ConfigError(f"--algo sac squashes its actions into their bounds; {config.env_id}'s are unbounded")
         from lib.replay import replay_bytes
 

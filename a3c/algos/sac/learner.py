@@ -16,7 +16,7 @@ from a3c.algos.replay import ReplayFigures, UniformReplayLearner
 from a3c.learner import follow, step_parts
 from lib.experience import TransitionBatch
 from lib.replay import ReplayBuffer
-from lib.sac import SACNet, soft_targets
+from lib.sac import SACNet, critic_values, soft_targets
 
 if TYPE_CHECKING:
     from a3c.config import Config
@@ -76,8 +76,7 @@ class SACUpdate:
             next_observations = torch.as_tensor(batch.last_states, device=self.device)
             head, _ = self.net(next_observations)
             next_actions, next_log_probs = self.net.distribution.sample_with_log_prob(head)
-            inputs = torch.cat([next_observations.float(), next_actions], dim=-1)
-            next_q = torch.cat([critic(inputs) for critic in self.target_net], dim=-1)
+            next_q = critic_values(self.target_net, next_observations, next_actions)
             return soft_targets(torch.as_tensor(batch.rewards, device=self.device),
                                 torch.as_tensor(batch.dones, device=self.device),
                                 torch.as_tensor(batch.steps, device=self.device), next_q, next_log_probs,
