@@ -2,10 +2,11 @@
 the test creates (only loopback up, so Ray can reach no other address; unprivileged where
 user namespaces are allowed): actors on both nodes, a replacement on a full cluster,
 CartPole solved after a node is lost with blocks from the replacements, a hung actor
-replaced, DQN's blocks reaching the replay buffer, PPO solving CartPole, an algorithm's own
-columns reaching the learner, too few CPUs and other code on a node refused, a Ctrl-C or
-SIGTERM that stops every actor and the Ray the run started, and a resume
-(tests/ray_scenarios.py). Bad backend flags are one line and exit 2 (tests/test_cli.py)."""
+replaced, DQN's blocks reaching the replay buffer, SAC learning to reach from its actors'
+rows, PPO solving CartPole, an algorithm's own columns reaching the learner, too few CPUs
+and other code on a node refused, a Ctrl-C or SIGTERM that stops every actor and the Ray
+the run started, and a resume (tests/ray_scenarios.py). Bad backend flags are one line and
+exit 2 (tests/test_cli.py)."""
 import pytest
 
 from a3c.algos import get_algorithm
@@ -79,6 +80,13 @@ def test_dqn_on_ray_fills_its_replay_buffer_and_learns_from_it(seen):
     assert dqn["replay"] >= 500 and dqn["steps"] >= 50
     # from its actors' blocks alone it climbs to three times random play's 22
     assert dqn["reason"] == "solved" and dqn["mean_reward"] >= 66.0, dqn
+
+
+@pytest.mark.timeout(600)
+def test_sac_on_ray_learns_from_the_float_actions_its_actors_send_with_the_lag_of_a_few_steps(seen):
+    sac = seen["cluster"]["sac"]
+    assert sac["reason"] == "solved" and sac["episode_reward_mean"] >= -8.0, sac  # random play: -13
+    assert sac["replay"] == sac["frames"] and sac["policy_lag"] < 50, sac  # every row stored; two steps in flight
 
 
 @pytest.mark.timeout(600)
