@@ -36,6 +36,7 @@ from lib.multiagent import (
 )
 from lib.observations import (
     MIN_IMAGE_SIDE,
+    EnvError,
     ImagePart,
     StackedObservations,
     flat_observations,
@@ -55,10 +56,6 @@ ATARI_NOOP_MAX = 30
 FIRE = 1
 """The ALE's action number of FIRE, where a game has it."""
 
-
-
-class EnvError(ValueError):
-    """The env id or its spaces cannot be used by this trainer."""
 
 
 def _register_atari() -> None:
@@ -108,6 +105,14 @@ def registered_by_user(env_id: str) -> bool:
     return is_user_env(env_id.rpartition(":")[2])
 
 
+def check_stackable(env_id: str, frame_stack: int) -> None:
+    """Raise EnvError where ``--frame-stack`` cannot apply: Atari frames and several agents'
+    observations (``StackedObservations`` refuses images of too many channels itself)."""
+    if frame_stack > 1 and (is_atari(env_id) or is_multiagent(env_id)):
+        what = "Atari frames, which stack 4 already" if is_atari(env_id) else "several agents"
+        raise EnvError(f"--frame-stack is for one agent's own observations; {env_id} has {what}")
+
+
 def make_env(env_id: str, render_mode: str | None = None,
              wrap_raw: Callable[[gym.Env], gym.Env] | None = None,
              noop_max: int = ATARI_NOOP_MAX, screen_size: int | None = None,
@@ -125,6 +130,7 @@ def make_env(env_id: str, render_mode: str | None = None,
     sees every frame in colour rather than the net's small grey, frame-skipped view.
     The frame stack starts from zero frames, as the native vector env's does.
     """
+    check_stackable(env_id, frame_stack)
     if is_multiagent(env_id):
         return JointEnv(env_id)
     kwargs = {} if render_mode is None else {"render_mode": render_mode}
@@ -302,16 +308,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
     observation is that many of the env's own (``StackedObservations``): an image's frames as
     its channels, anything else end to end.
     """
-    if frame_stack > 1:
-        single = describe_env(env_id, screen_size, env_config, global_state)
-        if single.atari or single.agents:
-            what = "Atari frames, which stack 4 already" if single.atari else "several agents"
-            raise EnvError(f"--frame-stack is for one agent's own observations; {env_id} has {what}")
-        for part in single.image_parts:
-            channels = part.channels_first_shape[0]
-            if frame_stack * channels >= MIN_IMAGE_SIDE:
-                raise EnvError(f"--frame-stack {frame_stack}: {env_id}'s images of {channels} channels would "
-                               f"stack to {frame_stack * channels}; an image has fewer than {MIN_IMAGE_SIDE}")
+    check_stackable(env_id, frame_stack)
     if is_multiagent(env_id):
         return _describe_multiagent(env_id, global_state)
     atari = is_atari(env_id)

@@ -21,6 +21,10 @@ MIN_IMAGE_SIDE = 36
 smaller uint8 grids go to the MLP with the other features."""
 
 
+class EnvError(ValueError):
+    """The env id or its spaces cannot be used by this trainer."""
+
+
 @dataclass(frozen=True)
 class ImagePart:
     """Where an image lies in a flattened observation: ``size`` values from ``offset``, in
@@ -129,6 +133,13 @@ class StackedObservations(gym.Wrapper):
 
     def __init__(self, env: gym.Env, frames: int):
         super().__init__(env)
+        for part in image_parts(env.observation_space):  # more channels would read as a grid for the MLP
+            channels = part.channels_first_shape[0]
+            if frames * channels >= MIN_IMAGE_SIDE:
+                env.close()
+                raise EnvError(f"--frame-stack {frames}: {env.spec.id if env.spec else 'the env'}'s images of "
+                               f"{channels} channels would stack to {frames * channels}; an image has fewer "
+                               f"than {MIN_IMAGE_SIDE}")
         self.observation_space = stacked_space(env.observation_space, frames)
         self._last: deque = deque(maxlen=frames)
 

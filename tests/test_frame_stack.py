@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
-from a3c import Trainer
+from a3c import Trainer, register_env
 from a3c.config import make_config
 from a3c.play import load_policy, play
 from lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
 from lib.memory_task import ENV_ID
-from tests import toy_envs  # noqa: F401  (registers the image envs)
+from tests import toy_envs  # registers the image envs
 
 BLANK, ANSWER = [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]
 
@@ -95,6 +95,16 @@ def test_a_stack_of_atari_frames_or_of_too_many_channels_is_refused_in_one_line(
     with pytest.raises(EnvError, match="images of 3 channels would stack to 36"):  # inside a Dict too
         describe_env("tests.toy_envs:SideImage-v0", frame_stack=12)
     assert describe_env("tests.toy_envs:SideImageBox-v0", frame_stack=11).image_parts[0].shape == (33, 40, 40)
+
+
+def test_a_stacked_env_is_described_from_one_env():
+    built = []
+    register_env("CountedImage", lambda config: built.append(config) or toy_envs.SideImageEnv())
+    assert describe_env("CountedImage", frame_stack=4).image_parts[0].channels_first_shape == (12, 40, 40)
+    assert len(built) == 1
+    with pytest.raises(EnvError, match="CountedImage's images of 3 channels would stack to 36"):
+        describe_env("CountedImage", frame_stack=12)
+    assert len(built) == 2
 
 
 def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observations(tmp_path):
