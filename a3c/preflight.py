@@ -61,11 +61,11 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--random-frames draws Box actions uniformly within their bounds; "
                           f"{config.env_id}'s are unbounded")
     algorithm = get_algorithm(config.algo)
-    if not env_info.discrete and not algorithm.box_actions:
-        boxed = ", ".join(name for name in algorithm_names() if get_algorithm(name).box_actions)
-        kind = "a Box" if env_info.continuous else "MultiDiscrete"
-        raise ConfigError(f"--algo {config.algo} takes Discrete actions and {config.env_id}'s are {kind}; "
-                          f"--algo {boxed} take Box and MultiDiscrete actions")
+    kind = env_info.action_space
+    if kind not in algorithm.action_spaces:
+        takers = ", ".join(name for name in algorithm_names() if kind in get_algorithm(name).action_spaces)
+        raise ConfigError(f"--algo {config.algo} takes {' and '.join(sorted(algorithm.action_spaces))} actions "
+                          f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
     if config.cuda:
         import torch

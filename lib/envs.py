@@ -280,6 +280,11 @@ class EnvInfo:
         return self.action_low is None and self.action_nvec is None
 
     @property
+    def action_space(self) -> str:
+        """The action space's kind: "Discrete", "Box" or "MultiDiscrete"."""
+        return "Box" if self.continuous else "MultiDiscrete" if self.action_nvec is not None else "Discrete"
+
+    @property
     def action_shape(self) -> tuple[int, ...]:
         """One action's shape: () for Discrete, (size,) for Box."""
         if self.action_nvec is not None:

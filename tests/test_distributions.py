@@ -149,7 +149,7 @@ def test_box_actions_and_running_statistics_train_save_and_act(tmp_path, algo):
 
 
 def test_an_algorithm_for_discrete_actions_refuses_a_box(tmp_path):
-    with pytest.raises(ConfigError, match="--algo dqn takes Discrete actions and Pendulum-v1's are a Box"):
+    with pytest.raises(ConfigError, match="--algo dqn takes Discrete actions and Pendulum-v1's are Box; --algo a3c, ppo, mappo, sac"):
         Trainer(env="Pendulum-v1", algo="dqn", logdir=str(tmp_path))
 
 

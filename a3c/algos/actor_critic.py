@@ -80,7 +80,7 @@ class ActorCritic(Algorithm):
                                               "lstm": False, "lstm_cell_size": 256,
                                               "mlp_hidden": ActorCriticPreset.mlp_hidden,
                                               "log_std_init": ActorCriticPreset.log_std_init}
-    box_actions = True
+    action_spaces = frozenset({"Discrete", "Box", "MultiDiscrete"})
 
     def check(self, config: Config, atari: bool) -> None:
         if config.heads == "shared" and not atari:

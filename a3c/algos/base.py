@@ -104,9 +104,9 @@ class Algorithm:
     central_critic: ClassVar[bool] = False
     """On a multi-agent env each row leads with every agent's observation (``describe_env``'s
     ``global_state``), for a critic that reads them all."""
-    box_actions: ClassVar[bool] = False
-    """The algorithm trains on Box and MultiDiscrete action spaces too (``lib.distributions``),
-    not only Discrete."""
+    action_spaces: ClassVar[frozenset[str]] = frozenset({"Discrete"})
+    """The action spaces it trains on (``EnvInfo.action_space``): Discrete, Box, MultiDiscrete;
+    preflight refuses the others in one line that names the algorithms taking them."""
     sends_last_states: ClassVar[bool] = False
     """Children send each transition's last state (an off-policy learner bootstraps from it
     with its own nets) instead of V(last state); the slots hold them after the states."""

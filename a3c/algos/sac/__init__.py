@@ -26,7 +26,7 @@ class SAC(Algorithm):
     summary = ("soft actor-critic for Box actions: a squashed Gaussian policy, twin critics and a "
                "learned entropy temperature, from a replay buffer the workers fill")
     settings = SACSettings
-    box_actions = True
+    action_spaces = frozenset({"Box"})
     sends_last_states = True
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,10 +45,8 @@ class SAC(Algorithm):
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         """One agent's Box actions with finite bounds, vector observations, and room for the
         replay buffer."""
-        if not env_info.continuous or env_info.agents:
-            what = ("several agents" if env_info.agents else
-                    "Discrete actions" if env_info.discrete else "MultiDiscrete actions")
-            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has {what}")
+        if env_info.agents:
+            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has several agents")
         if env_info.image_parts:
             raise ConfigError(f"--algo sac reads vector observations through MLPs; {config.env_id}'s hold images")
         if not env_info.bounded:
