@@ -3,7 +3,8 @@
 A net's policy head is one tensor per row: a Discrete action space's logits, a
 MultiDiscrete one's logits of each dimension side by side, or a Box action space's means
 followed by their log standard deviations (the PPO paper's Gaussian, whose log-std is a
-learned parameter independent of the state; SAC's, squashed into the bounds). Everything that samples,
+learned parameter independent of the state; SAC's, squashed into the bounds), or TD3's
+deterministic actions squashed into the bounds. Everything that samples,
 scores or explains actions (acting, the losses, play) asks the net's ``distribution``, so
 an algorithm's loss is written once for both spaces.
 """
@@ -96,22 +97,23 @@ class DiagGaussian:
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         return np.clip(actions, np.asarray(self.low, np.float32), np.asarray(self.high, np.float32))
 
-
-@dataclass(frozen=True)
-class SquashedGaussian(DiagGaussian):
-    """Box actions drawn from a Gaussian (the head as ``DiagGaussian``'s) and squashed by tanh
-    into [``low``, ``high``]: ``low + (tanh(u) + 1) / 2 * (high - low)`` for a draw u, so that
-    samples always lie within the bounds, and ``log_prob`` is the density of the squashed
-    action, the Gaussian's corrected by the squash's slope (SAC's policy)."""
-
     def _centre_and_half_width(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         low = torch.tensor(self.low, device=like.device)
         high = torch.tensor(self.high, device=like.device)
         return (high + low) / 2, (high - low) / 2
 
     def squash(self, draws: torch.Tensor) -> torch.Tensor:
+        """``draws`` by tanh into the bounds: ``low + (tanh(u) + 1) / 2 * (high - low)``."""
         centre, half_width = self._centre_and_half_width(draws)
         return centre + half_width * torch.tanh(draws)
+
+
+@dataclass(frozen=True)
+class SquashedGaussian(DiagGaussian):
+    """Box actions drawn from a Gaussian (the head as ``DiagGaussian``'s) and squashed by tanh
+    into [``low``, ``high``] (``squash``), so that samples always lie within the bounds, and
+    ``log_prob`` is the density of the squashed action, the Gaussian's corrected by the
+    squash's slope (SAC's policy)."""
 
     def sample_with_log_prob(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparametrised actions (gradients reach the head through them) and their log-densities."""
@@ -142,6 +144,35 @@ class SquashedGaussian(DiagGaussian):
     def entropy(self, head: torch.Tensor) -> torch.Tensor:
         """Not in closed form once squashed: SAC estimates it as minus ``log_prob`` of samples."""
         raise NotImplementedError("a squashed Gaussian's entropy has no closed form")
+
+
+@dataclass(frozen=True)
+class NoisyDeterministic(DiagGaussian):
+    """Box actions of a deterministic policy, explored with Gaussian noise (TD3's): the head
+    is ``size`` values squashed into the bounds (``squash``) for the greedy action; a sample
+    adds noise of std ``noise`` times the bounds' half-width and is clipped to them, so the
+    replay holds the action the env got. No density: the learner never scores actions."""
+
+    noise: float = 0.1
+
+    def greedy(self, head: torch.Tensor) -> torch.Tensor:
+        return self.squash(head)
+
+    def sample(self, head: torch.Tensor) -> torch.Tensor:
+        return self.perturbed(self.greedy(head), self.noise)
+
+    def perturbed(self, actions: torch.Tensor, noise: float, noise_clip: float = math.inf) -> torch.Tensor:
+        """``actions`` plus noise of std ``noise`` times the half-width, the noise clipped to
+        ``noise_clip`` half-widths, then the sums to the bounds (TD3's target smoothing too)."""
+        centre, half_width = self._centre_and_half_width(actions)
+        shift = (noise * torch.randn_like(actions)).clamp(-noise_clip, noise_clip) * half_width
+        return torch.minimum(torch.maximum(actions + shift, centre - half_width), centre + half_width)
+
+    def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError("a deterministic policy's noisy actions have no density it is trained on")
+
+    def entropy(self, head: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError("a deterministic policy has no entropy")
 
 
 @dataclass(frozen=True)
@@ -177,7 +208,7 @@ class MultiCategorical:
 
 
 CATEGORICAL = Categorical()
-Distribution = Categorical | DiagGaussian | SquashedGaussian | MultiCategorical
+Distribution = Categorical | DiagGaussian | SquashedGaussian | NoisyDeterministic | MultiCategorical
 
 
 def policy_distribution(net: nn.Module) -> Distribution:

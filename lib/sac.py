@@ -1,14 +1,15 @@
 """Soft actor-critic's parts (Haarnoja et al. 2018, with the learned temperature of the
 second paper): the net, a tanh-squashed Gaussian policy (``lib.distributions.SquashedGaussian``)
 with its log-stds clamped to ``LOG_STD_RANGE`` and twin Q critics over observation and
-action, and the soft targets.
+action, and the soft targets. TD3 (``a3c.algos.td3``) uses the same net with a deterministic
+actor, and the targets at temperature 0.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from lib.distributions import SquashedGaussian
+from lib.distributions import DiagGaussian, SquashedGaussian
 from lib.models import mlp
 
 LOG_STD_RANGE = (-5.0, 2.0)
@@ -18,27 +19,39 @@ HIDDEN = 256
 """Units of each of the two hidden layers of the actor and of each critic (the paper's)."""
 
 
-class SACNet(nn.Module):
-    """The actor (observation to policy head) and twin critics (observation and action to
-    Q), separate MLPs; ``log_temperature`` is the entropy temperature's log, learned with
-    them from 1. ``forward`` gives (policy head, zeros), as the actor-critic nets act
+class ActorAndTwinCritics(nn.Module):
+    """An actor (observation to ``head_size`` values of ``distribution``'s policy head) and
+    twin critics (observation and action to Q), separate MLPs: SAC's net and TD3's.
+    ``forward`` gives (policy head, zeros), as the actor-critic nets act
     (``lib.models.evaluate``): the critics serve the learner only."""
 
-    def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int = HIDDEN):
+    def __init__(self, observation_size: int, distribution: DiagGaussian, head_size: int, hidden: int = HIDDEN):
         super().__init__()
         self.distribution = distribution
-        self.actor = mlp(observation_size, 2 * distribution.size, hidden)
+        self.actor = mlp(observation_size, head_size, hidden)
         self.critics = nn.ModuleList(mlp(observation_size + distribution.size, 1, hidden) for _ in range(2))
-        self.log_temperature = nn.Parameter(torch.zeros(()))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.actor(observations.float()).chunk(2, dim=-1)
-        head = torch.cat([mean, log_std.clamp(*LOG_STD_RANGE)], dim=-1)
+        head = self.actor(observations.float())
         return head, head.new_zeros(head.shape[:-1])
 
     def q_values(self, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """(N, 2): each critic's Q(observation, action)."""
         return critic_values(self.critics, observations, actions)
+
+
+class SACNet(ActorAndTwinCritics):
+    """The actor gives the means and log-stds of a ``SquashedGaussian``;
+    ``log_temperature`` is the entropy temperature's log, learned with the rest from 1."""
+
+    def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int = HIDDEN):
+        super().__init__(observation_size, distribution, 2 * distribution.size, hidden)
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+
+    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        head, zeros = super().forward(observations)
+        mean, log_std = head.chunk(2, dim=-1)
+        return torch.cat([mean, log_std.clamp(*LOG_STD_RANGE)], dim=-1), zeros
 
 
 def critic_values(critics: nn.ModuleList, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

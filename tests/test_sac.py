@@ -1,5 +1,5 @@
 """SAC (``--algo sac``): the squashed Gaussian's log-densities, the soft targets by hand, each
-part moved by its own loss only, the temperature's direction, and a policy learned."""
+part moved by its own loss only, the temperature's direction, and a policy learned (TD3's too)."""
 from __future__ import annotations
 
 import math
@@ -115,9 +115,10 @@ def test_a_fixed_temperature_stays():
 
 
 @pytest.mark.timeout(180)
-def test_sac_learns_to_reach_acts_within_the_bounds_and_keeps_the_lag_small(tmp_path):
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_sac_and_td3_learn_to_reach_act_within_the_bounds_and_keep_the_lag_small(tmp_path, algo):
     """Random actions score about -13 an episode, the target reached 0."""
-    with Trainer(env="tests.toy_envs:Reach-v0", algo="sac", seed=0, logdir=str(tmp_path), backend="serial", lr=1e-3,
+    with Trainer(env="tests.toy_envs:Reach-v0", algo=algo, seed=0, logdir=str(tmp_path), backend="serial", lr=1e-3,
                  batch_size=64, replay_ratio=64, learning_starts=300, stop_reward=-3.0, max_frames=6_000) as trainer:
         while not (result := trainer.train())["done"]:
             pass

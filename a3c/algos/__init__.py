@@ -16,8 +16,9 @@ from a3c.algos.mappo import MAPPO
 from a3c.algos.ppo import PPO
 from a3c.algos.qmix import QMIX
 from a3c.algos.sac import SAC
+from a3c.algos.td3 import TD3
 
-BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG(), QMIX(), MAPPO(), SAC())
+BUILT_IN: tuple[Algorithm, ...] = (A3C(), DQN(), PPO(), MADDPG(), QMIX(), MAPPO(), SAC(), TD3())
 """The first is the default."""
 
 _REGISTRY: dict[str, Algorithm] = {algorithm.name: algorithm for algorithm in BUILT_IN}

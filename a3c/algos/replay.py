@@ -68,6 +68,20 @@ class ReplayFigures:
     policy_lag: float | None = None
 
 
+@dataclass(kw_only=True)
+class ActorCriticFigures(ReplayFigures):
+    """One step of an actor trained through critics (MADDPG's, SAC's, TD3's); MADDPG's
+    losses are sums over its agents."""
+
+    loss_critic: float
+    loss_actor: float
+    q_values: float
+    td_error: float
+    grad_norm: float
+    """Of the actor's gradient (the actors'), before the clip."""
+    grad_norm_critic: float
+
+
 class ReplayLearner(Protocol):
     """An algorithm's update: its nets (``target_net`` the one its targets come from), Adam,
     and one step on a sampled batch."""
@@ -156,7 +170,12 @@ class UniformReplayLearner:
         return self.update.policy_version
 
     def replay_buffer(self) -> ReplayBuffer:
-        raise NotImplementedError
+        """One agent's rows with its own actions (SAC's, TD3's Box actions)."""
+        from lib.replay import ReplayBuffer
+
+        info = self.env_info
+        return ReplayBuffer(self.config.replay_size, info.observation_shape, info.observation_dtype,
+                            prioritized=False, action_shape=info.action_shape, action_dtype=info.action_dtype)
 
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         config = self.config

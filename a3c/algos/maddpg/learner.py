@@ -5,7 +5,6 @@ action, the other agents' actions as taken), and Polyak-averaged target nets."""
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from a3c.algos.joint import JointReplayLearner
-from a3c.algos.replay import ReplayFigures
+from a3c.algos.replay import ActorCriticFigures
 from a3c.learner import follow, step_parts
 from lib.experience import TransitionBatch
 from lib.maddpg import (
@@ -32,19 +31,6 @@ if TYPE_CHECKING:
 LOGIT_PENALTY = 1e-3
 """Weight of the actors' mean squared logits (the reference code's), which keeps the
 straight-through actions from saturating."""
-
-
-@dataclass
-class MADDPGStepStats(ReplayFigures):
-    """Scalars worth logging about one MADDPG step (sums over agents of the losses)."""
-
-    loss_critic: float
-    loss_actor: float
-    q_values: float
-    td_error: float
-    grad_norm: float
-    """Of the actors' gradient, before the clip."""
-    grad_norm_critic: float
 
 
 class MADDPGUpdate:
@@ -103,7 +89,7 @@ class MADDPGUpdate:
 class MADDPGLearner(JointReplayLearner):
     """The learner side of ``--algo maddpg``."""
 
-    stats_type = MADDPGStepStats
+    stats_type = ActorCriticFigures
 
     def __init__(self, config: Config, net: MADDPGNet, version_counter: torch.Tensor, env_info: EnvInfo):
         super().__init__(config, MADDPGUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,

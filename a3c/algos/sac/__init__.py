@@ -33,24 +33,27 @@ class SAC(Algorithm):
         return dict(PRESET)
 
     def defaults_help(self, name: str) -> str | None:
-        """One value: SAC runs on vector observations with Box actions only."""
-        return None if PRESET.get(name) is None else shown_value(PRESET[name])
+        """One value: the algorithm runs on vector observations with Box actions only."""
+        value = self.family_defaults(False, {}).get(name)
+        return None if value is None else shown_value(value)
 
     def check(self, config: Config, atari: bool) -> None:
         if atari:
-            raise ConfigError("--algo sac is for Box actions; Atari games have Discrete ones")
+            raise ConfigError(f"--algo {self.name} is for Box actions; Atari games have Discrete ones")
         if config.tau == 0:
-            raise ConfigError("--tau of --algo sac must be > 0: its target critics follow by Polyak averaging")
+            raise ConfigError(f"--tau of --algo {self.name} must be > 0: its target critics follow by Polyak "
+                              "averaging")
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         """One agent's Box actions with finite bounds, vector observations, and room for the
         replay buffer."""
+        algo = f"--algo {self.name}"
         if env_info.agents:
-            raise ConfigError(f"--algo sac takes one agent's Box actions; {config.env_id} has several agents")
+            raise ConfigError(f"{algo} takes one agent's Box actions; {config.env_id} has several agents")
         if env_info.image_parts:
-            raise ConfigError(f"--algo sac reads vector observations through MLPs; {config.env_id}'s hold images")
+            raise ConfigError(f"{algo} reads vector observations through MLPs; {config.env_id}'s hold images")
         if not env_info.bounded:
-            raise ConfigError(f"--algo sac squashes its actions into their bounds; {config.env_id}'s are unbounded")
+            raise ConfigError(f"{algo} squashes its actions into their bounds; {config.env_id}'s are unbounded")
         from lib.replay import replay_bytes
 
         needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,

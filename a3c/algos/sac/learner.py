@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from a3c.algos.replay import ReplayFigures, UniformReplayLearner
+from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
 from a3c.learner import follow, step_parts
 from lib.experience import TransitionBatch
-from lib.replay import ReplayBuffer
 from lib.sac import SACNet, critic_values, soft_targets
 
 if TYPE_CHECKING:
@@ -23,21 +22,14 @@ if TYPE_CHECKING:
     from lib.envs import EnvInfo
 
 
-@dataclass
-class SACStepStats(ReplayFigures):
+@dataclass(kw_only=True)
+class SACStepStats(ActorCriticFigures):
     """Scalars worth logging about one SAC step."""
 
-    loss_critic: float
-    loss_actor: float
     loss_temperature: float
     temperature: float
     entropy: float
     """Minus the mean log-density of the actor's fresh actions: what the temperature steers."""
-    q_values: float
-    td_error: float
-    grad_norm: float
-    """Of the actor's gradient, before the clip."""
-    grad_norm_critic: float
 
 
 class SACUpdate:
@@ -120,8 +112,3 @@ class SACLearner(UniformReplayLearner):
         super().__init__(config, SACUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
                                            config.tau, target_entropy, config.temperature,
                                            torch.device(config.device), version_counter), env_info)
-
-    def replay_buffer(self) -> ReplayBuffer:
-        info = self.env_info
-        return ReplayBuffer(self.config.replay_size, info.observation_shape, info.observation_dtype,
-                            prioritized=False, action_shape=info.action_shape, action_dtype=info.action_dtype)
