@@ -285,17 +285,22 @@ def _ppo_section(ppo: dict) -> list[str]:
                              image=None)
 
 
-def box_report(results: dict) -> str:
-    return "\n".join([*_header("Box actions: --algo ppo against SB3 PPO on Pendulum-v1", results),
-                      *_cartpole_section(results["box"], "`--algo ppo --preset box --gamma 0.9` against SB3 PPO "
-                                         "(RL zoo, gSDE): Pendulum-v1 to a mean-100 of -200", "SB3 PPO (RL zoo)",
-                                         image=None)])
+PENDULUM_REPORTS = {
+    "box": ("Box actions: --algo ppo against SB3 PPO on Pendulum-v1",
+            "`--algo ppo --preset box --gamma 0.9` against SB3 PPO (RL zoo, gSDE)", "SB3 PPO (RL zoo)"),
+    "sac": ("SAC: --algo sac against SB3 SAC on Pendulum-v1", "`--algo sac` at its defaults against SB3 SAC (RL zoo)",
+            "SB3 SAC (RL zoo)"),
+    "td3": ("TD3: --algo td3 against SB3 TD3 on Pendulum-v1", "`--algo td3` at its defaults against SB3 TD3 (RL zoo)",
+            "SB3 TD3 (RL zoo)"),
+}
+"""Each Pendulum part's page title, its section's heading and its peer's name."""
 
 
-def sac_report(results: dict) -> str:
-    return "\n".join([*_header("SAC: --algo sac against SB3 SAC on Pendulum-v1", results),
-                      *_cartpole_section(results["sac"], "`--algo sac` at its defaults against SB3 SAC (RL zoo): "
-                                         "Pendulum-v1 to a mean-100 of -200", "SB3 SAC (RL zoo)", image=None)])
+def pendulum_report(results: dict, part: str) -> str:
+    """docs/PART_benchmark.md: a Pendulum part (``benchmarks.run.PENDULUM_PARTS``) against its peer."""
+    title, heading, peer = PENDULUM_REPORTS[part]
+    return "\n".join([*_header(title, results), *_cartpole_section(
+        results[part], f"{heading}: Pendulum-v1 to a mean-100 of -200", peer, image=None)])
 
 
 def mujoco_report(results: dict) -> str:

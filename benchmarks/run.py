@@ -47,17 +47,16 @@ from benchmarks.mujoco import HALFCHEETAH, OURS_ARGS, mujoco_section
 from benchmarks.multiagent import plot_spread, spread_curves, two_step_game
 from benchmarks.probe import LimitProbe, layout_cap, side_speeds
 from benchmarks.report import (
-    box_report,
     dqn_report,
     markdown_report,
     memory_report,
     mujoco_report,
     multiagent_report,
+    pendulum_report,
     plot_cartpole,
     plot_solve,
     ppo_report,
     ray_report,
-    sac_report,
     solve_report,
 )
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
@@ -72,7 +71,10 @@ PENDULUM_ARGS = ("--algo", "ppo", "--preset", "box", "--gamma", "0.9", "--stop-r
 """Box actions: PPO's box preset with the RL zoo's Pendulum discount, to a mean-100 of -200."""
 SAC_PENDULUM_ARGS = ("--algo", "sac", "--stop-reward", str(PENDULUM_GOAL))
 """SAC at its defaults, to the same mean-100."""
-PENDULUM_PARTS = {"box": (PENDULUM_ARGS, "ppo", 600.0), "sac": (SAC_PENDULUM_ARGS, "sac", 900.0)}
+TD3_PENDULUM_ARGS = ("--algo", "td3", "--stop-reward", str(PENDULUM_GOAL))
+"""TD3 at its defaults, to the same mean-100."""
+PENDULUM_PARTS = {"box": (PENDULUM_ARGS, "ppo", 600.0), "sac": (SAC_PENDULUM_ARGS, "sac", 900.0),
+                  "td3": (TD3_PENDULUM_ARGS, "td3", 900.0)}
 """The Pendulum parts: this trainer's flags, the SB3 peer's algorithm, the seconds each side gets."""
 PONG_GOAL = 18.0
 CARTPOLE = "CartPole-v1"
@@ -134,7 +136,7 @@ def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c", env_id: str = CA
     on Pendulum-v1 its tuned PPO (4 envs) or SAC (one env) to ``PENDULUM_GOAL``; on HalfCheetah
     its tuned PPO (one env) for its million steps."""
     n_envs, goal = PEER_ENVS_AND_GOALS[env_id]
-    n_envs = 1 if algo in ("dqn", "sac") else n_envs
+    n_envs = 1 if algo in ("dqn", "sac", "td3") else n_envs
     report = run_sb3(env_id, n_envs, max_seconds, ent_coef=0.0, stop_reward=goal, seed=seed, algo=algo)
     startup = report["wall_seconds"] - report["seconds"]
     curve = [(startup + t, frames, reward) for t, frames, reward in report["curve"]]
@@ -345,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short windows and one CartPole seed")
     parser.add_argument("--only", choices=["denormals", "probe", "pong", "cartpole", "modes", "solve", "dqn",
-                                           "ppo", "ray", "multiagent", "atari", "box", "sac", "mujoco", "memory"],
+                                           "ppo", "ray", "multiagent", "atari", "box", "sac", "td3", "mujoco", "memory"],
                         action="append",
                         help="run only these parts (repeatable); modes (data against grads), dqn "
                              "(--algo dqn against SB3 DQN on CartPole), ppo (--algo ppo against SB3 "
@@ -355,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                              "of its own) and solve (Pong from scratch to 18 for each seed, then SB3 "
                              "for as long; about 2 hours) and atari (the classic games for --atari-frames "
                              "each, docs/atari.md with --docs), box (--algo ppo on Pendulum-v1 to -200 against "
-                             "SB3 PPO), sac (--algo sac on Pendulum-v1 to -200 against SB3 SAC), mujoco (--algo ppo on HalfCheetah-v5 for 1M steps against SB3 PPO, "
+                             "SB3 PPO), sac and td3 (--algo sac, td3 on Pendulum-v1 to -200 against SB3's), mujoco (--algo ppo on HalfCheetah-v5 for 1M steps against SB3 PPO, "
                              "both with the RL zoo's values) and memory (CueMemory-v0 with and without "
                              "--lstm) run only when named")
     parser.add_argument("--solve-seconds", type=float, default=SOLVE_SECONDS,
@@ -532,10 +534,8 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "dqn_benchmark.md").write_text(dqn_report(results))
         if "ppo" in results:
             (ROOT / "docs" / "ppo_benchmark.md").write_text(ppo_report(results))
-        if "box" in results:
-            (ROOT / "docs" / "box_benchmark.md").write_text(box_report(results))
-        if "sac" in results:
-            (ROOT / "docs" / "sac_benchmark.md").write_text(sac_report(results))
+        for part in PENDULUM_PARTS.keys() & results.keys():
+            (ROOT / "docs" / f"{part}_benchmark.md").write_text(pendulum_report(results, part))
         if "mujoco" in results:
             (ROOT / "docs" / "mujoco_benchmark.md").write_text(mujoco_report(results))
         if "memory" in results:
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
             (ROOT / "docs" / "atari.md").write_text(atari_report(results["atari"]["runs"]))
             (ROOT / "docs" / "atari.json").write_text(json.dumps(results["atari"], indent=1) + "\n")
             plot_atari(results["atari"]["runs"], ROOT / "docs" / "atari.png")
-        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "sac", "mujoco", "memory"}:
+        if parts - {"solve", "dqn", "ppo", "ray", "multiagent", "atari", "box", "sac", "td3", "mujoco", "memory"}:
             (ROOT / "docs" / "benchmarks.md").write_text(markdown_report(
                 {key: value for key, value in results.items() if key not in ("dqn", "ppo", "ray", "multiagent")}))
     print(f"results in {out}/benchmark-{stamp}.json")

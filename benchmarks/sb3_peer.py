@@ -1,4 +1,4 @@
-"""The peer: Stable-Baselines3 A2C (or DQN, PPO, SAC) on the same envs, run in its own process.
+"""The peer: Stable-Baselines3 A2C (or DQN, PPO, SAC, TD3) on the same envs, run in its own process.
 
 Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
 with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
@@ -10,6 +10,7 @@ exactly the trainer's. Run by ``benchmarks.run``; usable alone:
     python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 4 --algo ppo --max-seconds 600
     python -m benchmarks.sb3_peer --env HalfCheetah-v5 --n-envs 1 --algo ppo --max-seconds 7200
     python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 1 --algo sac --stop-reward -200 --max-seconds 900
+    python -m benchmarks.sb3_peer --env Pendulum-v1 --n-envs 1 --algo td3 --stop-reward -200 --max-seconds 900
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 8 --algo ppo --zoo-atari \
         --max-frames 10000000 --max-seconds 20000
     python -m benchmarks.sb3_peer --env BreakoutNoFrameskip-v4 --n-envs 16 --zoo-atari --sb3-wrappers \
@@ -27,11 +28,13 @@ import argparse
 import json
 import time
 
+import numpy as np
 import torch
-from stable_baselines3 import A2C, DQN, PPO, SAC
+from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
@@ -120,6 +123,12 @@ ZOO_PENDULUM_SAC = {"learning_rate": 1e-3}
 at a learning rate of 1e-3."""
 ZOO_MUJOCO_SAC = {"learning_starts": 10_000}
 """Its MuJoCo SAC: SB3's defaults, learning from 10,000 steps."""
+ZOO_PENDULUM_TD3 = {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": -1,
+                    "train_freq": (1, "episode"), "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}
+"""rl-baselines3-zoo's TD3 values for Pendulum-v1 (its hyperparams/td3.yml), with Gaussian
+action noise of std 0.1: after each episode as many gradient steps as it had steps."""
+ZOO_MUJOCO_TD3 = {"learning_starts": 10_000}
+"""TD3 elsewhere: SB3's defaults (its paper values) learning from 10,000 steps, noise 0.1."""
 
 
 def halfcheetah_policy() -> dict:
@@ -139,11 +148,11 @@ def main() -> None:
     parser.add_argument("--stop-reward", type=float, default=None)
     parser.add_argument("--max-seconds", type=float, required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--algo", choices=["a2c", "dqn", "ppo", "sac"], default="a2c",
+    parser.add_argument("--algo", choices=["a2c", "dqn", "ppo", "sac", "td3"], default="a2c",
                         help="dqn: the RL zoo's tuned CartPole DQN (pass --n-envs 1); ppo: its "
                              "tuned CartPole PPO (pass --n-envs 8), on Pendulum-v1 its Pendulum "
                              "PPO (pass --n-envs 4), on HalfCheetah its HalfCheetah PPO (--n-envs 1); "
-                             "sac: its Pendulum SAC, else its MuJoCo SAC (pass --n-envs 1)")
+                             "sac, td3: its Pendulum SAC or TD3, else its MuJoCo values (pass --n-envs 1)")
     parser.add_argument("--zoo-atari", action="store_true",
                         help="the RL zoo's tuned Atari A2C: value weight 0.25, RMSprop as TF has it "
                              "with eps 1e-5 (pass --n-envs 16 and the default --ent-coef 0.01); with "
@@ -183,6 +192,11 @@ def main() -> None:
     elif args.algo == "sac":
         tuned_sac = ZOO_PENDULUM_SAC if args.env == "Pendulum-v1" else ZOO_MUJOCO_SAC
         model = SAC(policy, envs, seed=args.seed, device="cpu", **tuned_sac)
+    elif args.algo == "td3":
+        tuned_td3 = ZOO_PENDULUM_TD3 if args.env == "Pendulum-v1" else ZOO_MUJOCO_TD3
+        size = envs.action_space.shape[0]
+        noise = NormalActionNoise(np.zeros(size), 0.1 * np.ones(size))
+        model = TD3(policy, envs, seed=args.seed, device="cpu", action_noise=noise, **tuned_td3)
     else:
         model = A2C(policy, envs, ent_coef=args.ent_coef, seed=args.seed, device="cpu", **tuned)
     frames_per_step = ATARI_FRAME_SKIP if is_atari(args.env) else 1
