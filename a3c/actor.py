@@ -58,7 +58,9 @@ class VectorActor:
     (``lib.episodes``); their custom metrics go with the finished episodes.
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
     (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
-    first ``random_steps`` vector steps act uniformly at random (``--random-frames``).
+    first ``random_steps`` vector steps act uniformly at random (``--random-frames``), and
+    with ``uniform_until_learning`` every step before the learner's first (policy version 0:
+    TD3's warm-up, which a resumed run or a restarted worker past it skips).
     ``global_state``: a multi-agent env's rows lead with every agent's observation, for a
     central critic. ``life_loss`` (Atari): a step that loses a life ends its rows as a
     termination would (``NStepAccumulator``), while the episode, and its score, is the game.
@@ -77,13 +79,14 @@ class VectorActor:
                  choose_actions: Callable[[torch.Tensor], torch.Tensor] | None = None,
                  send_last_states: bool = False, send_log_probs: bool = False, joint_rows: bool = False,
                  return_lambda: float = 1.0, worker_index: int = 0,
-                 scale_rewards: bool = False, random_steps: int = 0, callbacks: Sequence[Any] = (),
-                 global_state: bool = False, life_loss: bool = False):
+                 scale_rewards: bool = False, random_steps: int = 0, uniform_until_learning: bool = False,
+                 callbacks: Sequence[Any] = (), global_state: bool = False, life_loss: bool = False):
         self.net = net
         self.joint_rows = joint_rows
         self.send_log_probs = send_log_probs
         self.distribution = policy_distribution(net)
         self.random_steps = random_steps
+        self.uniform_until_learning = uniform_until_learning
         self.choose_actions = choose_actions or self.distribution.sample
         self.send_last_states = send_last_states
         self.policy_version = policy_version
@@ -133,8 +136,9 @@ class VectorActor:
         """Act on the last observations with the logits already computed for them, step the
         envs, and evaluate what came back."""
         log_probs = None
-        if self.random_steps > 0:  # --random-frames: the behaviour policy is the uniform one
-            self.random_steps -= 1
+        learning = not self.uniform_until_learning or self._logits_policy_version > 0
+        if self.random_steps > 0 or not learning:  # the behaviour policy is the uniform one
+            self.random_steps = max(0, self.random_steps - 1)
             chosen, uniform_log_probs = self.distribution.uniform(self._logits)
             log_probs = uniform_log_probs.cpu().numpy() if self.send_log_probs else None
         else:

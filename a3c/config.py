@@ -76,9 +76,9 @@ class RunSettings:
         "any holds). Keys: " + ", ".join(STOP_KEYS), None)
     callbacks: str = option("module:Class of an a3c.Callback subclass run at the run's events (its "
                             "episode hooks in every worker); several comma-separated", "")
-    random_frames: int | None = option("uniformly random actions for the run's first N frames, then the "
-                                       "algorithm's own (every algorithm; each worker counts its share); "
-                                       "default: 0, td3: its --learning-starts", None, at_least=0, family=True)
+    random_frames: int = option("uniformly random actions for the run's first N frames, then the "
+                                "algorithm's own (every algorithm; each worker counts its share)", 0,
+                                at_least=0)
     seed: int = option("seed of the whole run", 0, at_least=0, at_most=2**32 - 1)  # numpy's range
     logdir: str = option("TensorBoard and checkpoint root", "runs")
     track: bool = option("log each iteration's results and the run's settings to a Weights & Biases run "
@@ -336,7 +336,7 @@ def _check_other_algorithms(values: dict[str, Any]) -> None:
 def _family_values(values: dict[str, Any], family: EnvFamily) -> dict[str, Any]:
     """What the env's family gives every family setting of the run and of its algorithm."""
     defaults = get_algorithm(values["algo"]).family_defaults(family.atari, values)
-    return {"bf16": False, "random_frames": 0, **defaults, "clip_rewards": family.atari, "life_loss": family.atari,
+    return {"bf16": False, **defaults, "clip_rewards": family.atari, "life_loss": family.atari,
             "stop_reward": env_goal(family),
             "screen_size": ATARI_SCREEN_SIZE if family.atari else None}
 

@@ -22,7 +22,7 @@ def toy_config(env: str = "tests.toy_envs:Counting-v0", **overrides) -> Config:
                 "entropy_beta": 0.01, "clip_grad": 1.0, "adam_eps": 1e-3, "value_weight": 1.0, "lr_warmup": 0,
                 "return_lambda": 1.0, "heads": "separate",
                 "bf16": False, "lr_decay_frames": 0, "entropy_decay_frames": 0,
-                "stop_reward": None, "random_frames": 0}
+                "stop_reward": None}
     settings.update(overrides)
     return Config(**settings)
 

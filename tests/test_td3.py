@@ -1,5 +1,5 @@
 """TD3 (``--algo td3``): the noisy deterministic policy, the smoothed targets by hand, the
-delayed actor and target steps and the warm-up of random actions; its learning test is
+delayed actor and target steps and the warm-up of uniform actions; its learning test is
 SAC's (tests/test_sac.py)."""
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 import torch
 
+from a3c.actor import VectorActor
+from a3c.algos import get_algorithm
 from a3c.algos.td3.learner import TD3Update
 from a3c.config import make_config
 from a3c.learner import new_version_counter
 from lib.distributions import NoisyDeterministic
+from lib.envs import describe_env
 from lib.sac import ActorAndTwinCritics
 from tests import toy_envs  # noqa: F401  (registers Reach-v0)
 from tests.test_sac import small_batch
@@ -92,8 +95,21 @@ def test_the_actor_and_the_target_nets_move_every_second_step_and_the_critics_ev
     assert update.policy_version == 2  # every critic step is an optimizer step
 
 
-def test_random_actions_last_as_long_as_learning_waits_unless_set():
-    assert make_config(env="Pendulum-v1", algo="td3").random_frames == 25_000
-    assert make_config(env="Pendulum-v1", algo="td3", learning_starts=1000).random_frames == 1000
-    assert make_config(env="Pendulum-v1", algo="td3", random_frames=0).random_frames == 0
-    assert make_config(env="Pendulum-v1", algo="sac").random_frames == 0
+def test_the_workers_act_uniformly_until_the_learners_first_step_then_by_the_actor():
+    config = make_config(env="tests.toy_envs:Reach-v0", algo="td3")
+    algorithm = get_algorithm("td3")
+    net = algorithm.build_policy_net(describe_env("tests.toy_envs:Reach-v0"), vars(config))
+    with torch.no_grad():  # the actor's greedy action: 2 tanh(0.25) = 0.49, wherever it is
+        net.actor[-1].weight.zero_()
+        net.actor[-1].bias.fill_(0.25)
+    version = [0]
+    torch.manual_seed(0)
+    actor = VectorActor("tests.toy_envs:Reach-v0", 64, 1, 0.99, net, lambda: version[0], seed=0,
+                        **algorithm.acting_options(config, 0))
+    uniform = np.concatenate([actor.step().batch.actions for _ in range(3)])
+    assert -2.0 <= uniform.min() < -1.6 and 1.6 < uniform.max() <= 2.0  # Reach's bounds are [-2, 2]
+    version[0] = 1  # the learner stepped: read before the next forward pass, used from the step after
+    actor.step()
+    chosen = np.concatenate([actor.step().batch.actions for _ in range(3)])
+    # the greedy 0.49 with noise of 0.1 half-widths: a std of 0.2
+    assert abs(float(chosen.mean()) - 2 * np.tanh(0.25)) < 0.05 and float(chosen.std()) == pytest.approx(0.2, abs=0.03)

@@ -27,9 +27,12 @@ class TD3(SAC):
     settings = TD3Settings
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Random actions for as long as learning waits, a --learning-starts given included."""
-        learning_starts = values.get("learning_starts") or PRESET["learning_starts"]
-        return {**PRESET, "random_frames": learning_starts}
+        return dict(PRESET)
+
+    def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
+        """Uniformly random actions until the learner's first step: an actor that has not
+        learned explores only its noise's width."""
+        return {**super().acting_options(config, worker_id), "uniform_until_learning": True}
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from lib.distributions import NoisyDeterministic

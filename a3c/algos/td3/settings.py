@@ -24,10 +24,9 @@ class TD3Settings(ReplaySettings):
 
 def preset(cores: int) -> dict[str, Any]:
     """SAC's values (the TD3 authors' own code uses the same nets, Adam at 3e-4, batches of
-    256 and Polyak 0.005), learning from 25,000 transitions, as their code and CleanRL's do,
-    and uniformly random actions until then (``--random-frames``): a deterministic actor
-    untrained explores only its noise's width."""
-    return {**sac_preset(cores), "learning_starts": 25_000, "random_frames": 25_000}
+    256 and Polyak 0.005), learning from 25,000 transitions, as their code and CleanRL's do
+    (the workers act uniformly until then: ``TD3.acting_options``)."""
+    return {**sac_preset(cores), "learning_starts": 25_000}
 
 
 PRESET = preset(CORES)
