@@ -164,7 +164,7 @@ def test_mujoco_envs_run_with_the_box_preset(tmp_path):
     hopper = describe_env("Hopper-v5")
     assert hopper.continuous and hopper.action_shape == (3,) and hopper.observation_shape == (11,)
     # the preset's 10 passes of 32 minibatches over so short a rollout would be 2,500 steps
-    with Trainer(env="HalfCheetah-v5", algo="ppo", preset="box", processes=2, envs_per_process=2,
+    with Trainer(env="HalfCheetah-v5", algo="ppo", preset="box", processes=1, envs_per_process=2,
                  rollout_length=64, epochs=1, minibatches=2, logdir=str(tmp_path)) as trainer:
         result = trainer.train(frames=2000)
     assert result["frames"] >= 2000 and result["policy_version"] > 0
