@@ -2,6 +2,7 @@
 loss, and the policy version (optimizer steps applied) kept in shared memory."""
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -80,6 +81,15 @@ def step_parts(optimizer: torch.optim.Optimizer, parts: Sequence[tuple[torch.Ten
     optimizer.step()
     version_counter += 1
     return norms
+
+
+def frozen_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` that no loss trains: a target net, moved only by ``follow`` or a
+    hard copy."""
+    target = copy.deepcopy(module)
+    for parameter in target.parameters():
+        parameter.requires_grad_(False)
+    return target
 
 
 def follow(target: nn.Module, online: nn.Module, tau: float) -> None:

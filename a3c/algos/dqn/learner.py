@@ -7,7 +7,6 @@ Adam), the replay buffer and the ``ReplaySteps`` that fill it and sample it.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +16,7 @@ from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
 from a3c.algos.replay import ReplayFigures, ReplaySteps
-from a3c.learner import clip_and_step, follow, make_adam, new_version_counter
+from a3c.learner import clip_and_step, follow, frozen_copy, make_adam, new_version_counter
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
 from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
@@ -56,9 +55,7 @@ class QLearner:
                  device: torch.device | str, version_counter: torch.Tensor | None = None,
                  double: bool = True, target_sync: int = 500, tau: float = 0.0):
         self.net = net
-        self.target_net = copy.deepcopy(net)
-        for parameter in self.target_net.parameters():
-            parameter.requires_grad_(False)
+        self.target_net = frozen_copy(net)
         self.optimizer = make_adam(net, lr, adam_eps)
         self.clip_grad = clip_grad
         self.gamma = gamma

@@ -4,7 +4,6 @@ every actor (up the gradient of its agent's critic through a straight-through Gu
 action, the other agents' actions as taken), and Polyak-averaged target nets."""
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +12,7 @@ import torch.nn.functional as F
 
 from a3c.algos.joint import JointReplayLearner
 from a3c.algos.replay import ActorCriticFigures
-from a3c.learner import follow, step_parts
+from a3c.learner import follow, frozen_copy, step_parts
 from lib.experience import TransitionBatch
 from lib.maddpg import (
     MADDPGNet,
@@ -40,9 +39,7 @@ class MADDPGUpdate:
     def __init__(self, net: MADDPGNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
                  temperature: float, device: torch.device | str, version_counter: torch.Tensor):
         self.net = net
-        self.target_net = copy.deepcopy(net)
-        for parameter in self.target_net.parameters():
-            parameter.requires_grad_(False)
+        self.target_net = frozen_copy(net)
         self.actor_parameters = list(net.actors.parameters())
         self.critic_parameters = list(net.critics.parameters())
         self.optimizer = torch.optim.Adam([{"params": self.actor_parameters}, {"params": self.critic_parameters}],

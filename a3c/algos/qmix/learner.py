@@ -3,7 +3,6 @@ the agent Q-network and the mixer on (Q_tot - y)^2, with y from the target nets
 (``lib.qmix.qmix_targets``), the targets following by Polyak averaging."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ import torch
 
 from a3c.algos.joint import JointReplayLearner
 from a3c.algos.replay import ReplayFigures
-from a3c.learner import clip_and_step, follow
+from a3c.learner import clip_and_step, follow, frozen_copy
 from lib.experience import TransitionBatch
 from lib.qmix import QMIXNet, qmix_targets
 
@@ -38,9 +37,7 @@ class QMIXUpdate:
     def __init__(self, net: QMIXNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
                  device: torch.device | str, version_counter: torch.Tensor):
         self.net = net
-        self.target_net = copy.deepcopy(net)
-        for parameter in self.target_net.parameters():
-            parameter.requires_grad_(False)
+        self.target_net = frozen_copy(net)
         self.optimizer = torch.optim.Adam(net.parameters(), lr=lr, eps=adam_eps)
         self.clip_grad, self.gamma, self.tau = clip_grad, gamma, tau
         self.device = device

@@ -5,7 +5,6 @@ and of the temperature (towards the target entropy); the target critics follow b
 averaging."""
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ import numpy as np
 import torch
 
 from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
-from a3c.learner import follow, step_parts
+from a3c.learner import follow, frozen_copy, step_parts
 from lib.experience import TransitionBatch
 from lib.sac import SACNet, critic_values, soft_targets
 
@@ -42,9 +41,7 @@ class SACUpdate:
                  target_entropy: float, temperature: float | None, device: torch.device | str,
                  version_counter: torch.Tensor):
         self.net = net
-        self.target_net = copy.deepcopy(net.critics)
-        for parameter in self.target_net.parameters():
-            parameter.requires_grad_(False)
+        self.target_net = frozen_copy(net.critics)
         self.actor_parameters = list(net.actor.parameters())
         self.critic_parameters = list(net.critics.parameters())
         self.fixed_temperature = temperature

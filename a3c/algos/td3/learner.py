@@ -5,7 +5,6 @@ the actor up Q_1(s, actor(s)), after which the target actor and critics follow b
 averaging."""
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +12,7 @@ import torch
 from torch import nn
 
 from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
-from a3c.learner import follow, step_parts
+from a3c.learner import follow, frozen_copy, step_parts
 from lib.experience import TransitionBatch
 from lib.sac import ActorAndTwinCritics, critic_values, soft_targets
 
@@ -32,9 +31,7 @@ class TD3Update:
                  tau: float, policy_noise: float, noise_clip: float, policy_delay: int,
                  device: torch.device | str, version_counter: torch.Tensor):
         self.net = net
-        self.target_net = copy.deepcopy(nn.ModuleDict({"actor": net.actor, "critics": net.critics}))
-        for parameter in self.target_net.parameters():
-            parameter.requires_grad_(False)
+        self.target_net = frozen_copy(nn.ModuleDict({"actor": net.actor, "critics": net.critics}))
         self.actor_parameters = list(net.actor.parameters())
         self.critic_parameters = list(net.critics.parameters())
         self.optimizer = torch.optim.Adam([{"params": self.actor_parameters}, {"params": self.critic_parameters}],
