@@ -166,7 +166,7 @@ class NoisyDeterministic(DiagGaussian):
         ``noise_clip`` half-widths, then the sums to the bounds (TD3's target smoothing too)."""
         centre, half_width = self._centre_and_half_width(actions)
         shift = (noise * torch.randn_like(actions)).clamp(-noise_clip, noise_clip) * half_width
-        return torch.minimum(torch.maximum(actions + shift, centre - half_width), centre + half_width)
+        return torch.clamp(actions + shift, centre - half_width, centre + half_width)
 
     def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError("a deterministic policy's noisy actions have no density it is trained on")

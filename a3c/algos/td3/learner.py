@@ -40,7 +40,6 @@ class TD3Update:
         self.policy_noise, self.noise_clip, self.policy_delay = policy_noise, noise_clip, policy_delay
         self.device = device
         self.version_counter = version_counter
-        self.critic_steps = 0
         self.last_actor = (0.0, 0.0)
         """The last actor step's loss (minus Q_1 of its actions) and gradient norm, reported
         with each critic step until the next."""
@@ -73,8 +72,7 @@ class TD3Update:
         q_values = net.q_values(observations, torch.as_tensor(batch.actions, device=self.device))
         loss_critic = (q_values - targets[:, None]).pow(2).mean(dim=0).sum()
         parts = [(loss_critic, self.critic_parameters)]
-        self.critic_steps += 1
-        actor_step = self.critic_steps % self.policy_delay == 0
+        actor_step = (self.policy_version + 1) % self.policy_delay == 0  # every critic step is a version
         if actor_step:
             head, _ = net(observations)
             loss_actor = -net.q_values(observations, net.distribution.greedy(head))[:, 0].mean()
