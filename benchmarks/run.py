@@ -133,7 +133,7 @@ peer runs to (None: its whole budget of steps)."""
 def solve_sb3(seed: int, max_seconds: float, algo: str = "a2c", env_id: str = CARTPOLE) -> dict:
     """rl-baselines3-zoo's tuned A2C for CartPole-v1 (8 envs, ent_coef 0, defaults otherwise),
     its tuned DQN (one env) or its tuned PPO (8 envs; ``benchmarks.sb3_peer``) to the 475 bound;
-    on Pendulum-v1 its tuned PPO (4 envs) or SAC (one env) to ``PENDULUM_GOAL``; on HalfCheetah
+    on Pendulum-v1 its tuned PPO (4 envs) or SAC or TD3 (one env) to ``PENDULUM_GOAL``; on HalfCheetah
     its tuned PPO (one env) for its million steps."""
     n_envs, goal = PEER_ENVS_AND_GOALS[env_id]
     n_envs = 1 if algo in ("dqn", "sac", "td3") else n_envs
