@@ -27,15 +27,16 @@ EARLY_REWARD = -19.5
 
 
 def train_to_goal(env_id: str, seed: int, max_seconds: float, logdir: Path,
-                  extra_args: tuple[str, ...] = ()) -> dict:
-    """Run ``run_a3c.py`` at its defaults (plus ``extra_args``) in ``logdir`` until solved or
-    out of time; the curve is (seconds since the command started, frames, mean-100)."""
+                  extra_args: tuple[str, ...] = (), root: Path = ROOT) -> dict:
+    """Run ``run_a3c.py`` of the checkout ``root`` at its defaults (plus ``extra_args``) in
+    ``logdir`` until solved or out of time; the curve is (seconds since the command started,
+    frames, mean-100)."""
     logdir.mkdir(parents=True, exist_ok=True)
     before = set(logdir.iterdir())
     command = [sys.executable, "run_a3c.py", "-n", "solve", "--env", env_id, "--seed", str(seed),
                "--logdir", str(logdir), "--max-seconds", str(max_seconds), *extra_args]
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _, stderr = process.communicate()
     except BaseException:  # a benchmark told to stop: the trainer saves and stops its children

@@ -9,6 +9,7 @@ truncation, V(next state) at the end of the env's part, 0 after a termination.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 def sequence_order(*keys: np.ndarray) -> np.ndarray:
@@ -64,3 +65,12 @@ def vtrace(rewards: np.ndarray, values: np.ndarray, following: np.ndarray, conti
     traces = lam * np.minimum(c_bar, ratios)
     deltas = rhos * (rewards + gamma * following - values)
     return values + backward_sum(deltas, gamma * traces * continuing)
+
+
+def standardized(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``advantages`` shifted to zero mean and scaled to unit standard deviation (a batch
+    of one row, whose deviation is undefined, is only centred)."""
+    centred = advantages - advantages.mean()
+    if advantages.numel() < 2:
+        return centred
+    return centred / (advantages.std() + eps)

@@ -1,11 +1,7 @@
-"""Learner-side batching: exact-size batches from micro-batches, and unpacking to tensors."""
+"""Learner-side batching: exact-size batches from micro-batches, arrival order kept."""
 from __future__ import annotations
 
 from collections import deque
-
-import numpy as np
-import torch
-from torch import nn
 
 from lib.experience import TransitionBatch
 
@@ -47,37 +43,5 @@ class TransitionBuffer:
         return TransitionBatch.concatenate(taken)
 
 
-def unpack_batch(
-    transitions: TransitionBatch, net: nn.Module, gamma: float, device: torch.device | str = "cpu"
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(states, actions, reference values) on ``device``.
-
-    reference = discounted reward + gamma**steps * V(last state) where the episode did not
-    terminate; ``steps`` is n except for transitions cut short by truncation. V(last state)
-    is the sender's ``last_values`` when present, else ``net`` evaluates ``last_states``
-    without gradient: either way it is a target, not a prediction.
-    """
-    states = torch.as_tensor(transitions.states).to(device)
-    actions = torch.as_tensor(transitions.actions).to(device)
-    reference_values = torch.tensor(transitions.rewards, dtype=torch.float32, device=device)
-    bootstrap_rows = np.flatnonzero(~transitions.dones)
-    if len(bootstrap_rows):
-        bootstrap_values = _bootstrap_values(transitions, bootstrap_rows, net, device)
-        discounts = torch.as_tensor(
-            gamma ** transitions.steps[bootstrap_rows].astype(np.float64), dtype=torch.float32
-        ).to(device)
-        rows = torch.as_tensor(bootstrap_rows).to(device)
-        reference_values[rows] += discounts * bootstrap_values
-    return states, actions, reference_values
 
 
-def _bootstrap_values(transitions: TransitionBatch, rows: np.ndarray, net: nn.Module,
-                      device: torch.device | str) -> torch.Tensor:
-    if transitions.last_values is not None:
-        return torch.as_tensor(transitions.last_values[rows], dtype=torch.float32).to(device)
-    if transitions.last_states is None:
-        raise ValueError("transitions carry neither last_states nor last_values")
-    last_states = torch.as_tensor(transitions.last_states[rows]).to(device)
-    with torch.no_grad():
-        _, values = net(last_states)
-    return values

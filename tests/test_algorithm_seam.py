@@ -16,12 +16,12 @@ from torch import nn
 
 from a3c import ConfigError, ConsoleReporter, Trainer
 from a3c.algos import algorithm_names, register
+from a3c.algos.a3c.loss import policy_loss
 from a3c.algos.base import Algorithm
 from a3c.learner import clip_and_step, make_adam
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.play import play
 from lib.distributions import CATEGORICAL
-from lib.loss import policy_loss
 from lib.models import build_net, forward
 from tests.conftest import ROOT
 from tests.helpers import scalars

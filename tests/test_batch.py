@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from lib.batch import TransitionBuffer, unpack_batch
+from a3c.algos.a3c.gradients import unpack_batch
+from lib.batch import TransitionBuffer
 from lib.experience import TransitionBatch
 
 

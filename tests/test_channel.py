@@ -83,6 +83,18 @@ def test_slots_are_reused_round_robin_and_a_full_channel_waits_until_stopped():
     assert channel.take(third).batch.states[0, 0, 0, 0] == 20
 
 
+def test_a_taken_batch_keeps_its_rows_after_its_slot_is_written_again():
+    """``take`` copies out of the slot it frees: a learner still holding the batch (a replay
+    buffer, a rollout) must not see the next message's rows appear in it."""
+    channel = make_channel(slots=1)
+    assert channel.put_item(frames_batch(0, 4))
+    held = channel.take(channel.messages.get(timeout=5)).batch
+    assert channel.put_item(frames_batch(50, 4))  # the one slot, filled again
+    later = channel.take(channel.messages.get(timeout=5)).batch
+    assert held.states[:, 0, 0, 0].tolist() == [0, 1, 2, 3]
+    assert later.states[:, 0, 0, 0].tolist() == [50, 51, 52, 53]
+
+
 def test_a_batch_larger_than_a_slot_is_refused():
     channel = make_channel(rows=2)
     with pytest.raises(PayloadError, match="3 rows; the algorithm declared at most 2"):

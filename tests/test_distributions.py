@@ -12,11 +12,11 @@ import torch
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
+from a3c.algos.a3c.loss import a2c_loss
 from a3c.algos.payloads import Transitions
 from lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
 from lib.envs import describe_env
 from lib.experience import TransitionBatch
-from lib.loss import a2c_loss
 from lib.models import build_net
 from lib.user_envs import register_env
 

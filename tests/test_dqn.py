@@ -9,21 +9,15 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
+from a3c.algos.dqn.exploration import actor_epsilons, epsilon_greedy
 from a3c.algos.dqn.learner import QLearner, QStepStats
+from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
+from a3c.algos.dqn.nets import AtariQ, MlpQ, QHead
 from a3c.algos.payloads import Transitions
 from a3c.algos.replay import ReplaySteps
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.reporter import ConsoleReporter, Reporter
 from a3c.play import play
-from lib.dqn import (
-    AtariQ,
-    MlpQ,
-    QHead,
-    actor_epsilons,
-    double_dqn_targets,
-    epsilon_greedy,
-    weighted_huber_loss,
-)
 from lib.experience import TransitionBatch
 from lib.replay import ReplayBuffer
 from tests.helpers import scalars

@@ -6,11 +6,11 @@ import torch
 
 from a3c import Trainer
 from a3c.algos import get_algorithm
+from a3c.algos.a3c.gradients import batch_loss
+from a3c.algos.a3c.loss import LossSettings
 from a3c.config import make_config
 from lib.envs import describe_env
 from lib.experience import TransitionBatch
-from lib.gradients import batch_loss
-from lib.loss import LossSettings
 from lib.models import build_net
 
 

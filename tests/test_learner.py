@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from a3c.algos.a3c.acting import GradientSender
+from a3c.algos.a3c.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
 from a3c.algos.a3c.learner import (
     A3CLearner,
     GradientSteps,
@@ -14,11 +15,10 @@ from a3c.algos.a3c.learner import (
     gradients_by_term,
     relu_activity,
 )
+from a3c.algos.a3c.loss import LossSettings
 from a3c.algos.payloads import Gradients, Transitions
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
 from a3c.schedules import parse_lr_schedule, scheduled
-from lib.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
-from lib.loss import LossSettings
 from lib.models import MlpA2C
 from tests.helpers import toy_config
 from tests.test_batch import make_batch

@@ -11,12 +11,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from a3c.algos.maddpg.learner import MADDPGUpdate
+from a3c.algos.maddpg.loss import actor_joint_actions, critic_targets, straight_through_gumbel
+from a3c.algos.maddpg.nets import MADDPGNet
 from a3c.config import ConfigError
 from a3c.lifecycle.trainer import Trainer
 from a3c.play import PlayError, play
 from lib.envs import EnvError, describe_env, make_env
 from lib.experience import NStepAccumulator, TransitionBatch
-from lib.maddpg import MADDPGNet, actor_joint_actions, critic_targets, straight_through_gumbel
 from lib.multiagent import (
     TWO_STEP_GAME,
     AgentSlots,

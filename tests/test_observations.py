@@ -167,7 +167,7 @@ def test_a_net_that_reads_the_image_learns_what_only_the_image_shows(tmp_path, e
 
 
 def test_dqns_q_net_reads_the_images_through_the_same_encoder():
-    from lib.dqn import build_q_net
+    from a3c.algos.dqn.nets import build_q_net
 
     info = describe_env("tests.toy_envs:SideImage-v0")
     net = build_q_net(info)

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from lib.ppo_loss import PPOLossSettings, clipped_surrogate, ppo_loss, value_loss
+from a3c.algos.ppo.loss import PPOLossSettings, clipped_surrogate, ppo_loss, value_loss
 
 
 def test_clipped_surrogate_takes_the_pessimistic_term_for_each_sign_of_advantage():

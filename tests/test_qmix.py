@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
-from lib.qmix import QMIXNet, qmix_targets
+from a3c.algos.qmix.loss import qmix_targets
+from a3c.algos.qmix.nets import QMIXNet
 
 
 def test_mixing_weights_are_non_negative_and_q_total_rises_with_every_agent():
@@ -21,14 +22,14 @@ def test_mixing_weights_are_non_negative_and_q_total_rises_with_every_agent():
     assert bool((agent_q.grad >= 0).all())
 
 
-def adding_net() -> QMIXNet:
-    """Agents valuing actions 0 and 1 at 1 and 3 anywhere; a mixer that adds the agents' values
-    (W1 = 1, b1 = 0, w2 = 1, b2 = 0, so Q_tot = elu(q_0 + q_1))."""
+def adding_net(values=(1.0, 3.0)) -> QMIXNet:
+    """Agents valuing actions 0 and 1 at ``values`` anywhere; a mixer that adds the agents'
+    values (W1 = 1, b1 = 0, w2 = 1, b2 = 0, so Q_tot = elu(q_0 + q_1))."""
     net = QMIXNet(observation_size=3, n_actions=2, agents=2, embed=1)
     with torch.no_grad():
         for parameter in net.parameters():
             parameter.zero_()
-        net.agent_q.net[-1].bias.copy_(torch.tensor([1.0, 3.0]))
+        net.agent_q.net[-1].bias.copy_(torch.tensor(values))
         net.mixer.hyper_w1.bias.fill_(1.0)
         net.mixer.hyper_w2.bias.fill_(1.0)
     return net
@@ -42,6 +43,16 @@ def test_targets_by_hand_with_a_mixer_that_adds():
     # both agents' greedy action is 1 (value 3): Q'_tot = 6; y = 1 + 0.9 x 6, and 8 at the end
     assert targets.tolist() == pytest.approx([6.4, 8.0])
     assert net.q_total(torch.zeros(1, 2, 3), torch.tensor([[0, 1]])).item() == pytest.approx(4.0)
+
+
+def test_the_online_net_chooses_the_next_actions_and_the_target_net_values_them():
+    """Double Q-learning: the online net prefers action 0 (3 against 1), the target net values
+    action 0 at 1 for each agent, so Q'_tot = 2 and y = 1 + 0.9 x 2 (the target's own choice,
+    action 1, would give 1 + 0.9 x 6)."""
+    online, target = adding_net(values=(3.0, 1.0)), adding_net(values=(1.0, 3.0))
+    targets = qmix_targets(online, target, torch.tensor([[0.5, 0.5]]), torch.tensor([False]),
+                           torch.zeros(1, 2, 3), gamma=0.9)
+    assert targets.tolist() == pytest.approx([2.8])
 
 
 @pytest.mark.timeout(180)

@@ -90,6 +90,19 @@ def test_new_rows_enter_at_the_running_maximum_and_weights_follow_by_hand():
     assert weights.max() == pytest.approx(1.0)
 
 
+def test_importance_weights_follow_beta_by_hand_for_unequal_priorities():
+    """Priorities 1 and 3 (alpha 1): P = 1/4 and 3/4 over N = 2 rows. Four stratified draws
+    take slot 0 from the first quarter of the total and slot 1 from the rest, so the weights
+    are (N P)^-beta over the largest: 1 for slot 0 and 3^-beta for slot 1."""
+    buffer = ReplayBuffer(2, (1,), "float32", alpha=1.0)
+    buffer.add(transitions(0, 2))
+    buffer.update_priorities(np.array([0, 1]), np.array([1.0, 3.0]) - buffer.priority_eps)
+    for beta in (0.4, 1.0):
+        _, slots, weights = buffer.sample(4, beta=beta, rng=np.random.default_rng(0))
+        assert slots.tolist() == [0, 1, 1, 1]
+        assert np.allclose(weights, [1.0, 3.0 ** -beta, 3.0 ** -beta, 3.0 ** -beta])
+
+
 def test_prioritized_sampling_follows_priority_to_the_alpha():
     buffer = ReplayBuffer(3, (1,), "float32", alpha=0.5)
     buffer.add(transitions(0, 3))

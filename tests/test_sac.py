@@ -11,13 +11,14 @@ import torch
 
 from a3c import Trainer
 from a3c.algos.sac.learner import SACUpdate
+from a3c.algos.sac.loss import soft_targets
+from a3c.algos.sac.nets import SACNet
 from a3c.config import ConfigError, make_config
 from a3c.learner import new_version_counter
 from a3c.play import play
 from a3c.preflight import preflight
 from lib.distributions import SquashedGaussian
 from lib.experience import TransitionBatch
-from lib.sac import SACNet, soft_targets
 from tests import toy_envs  # registers Reach-v0
 
 BOX = SquashedGaussian(1, (-2.0,), (2.0,))

@@ -158,8 +158,9 @@ def test_a_real_trainer_is_paused_at_each_segment_boundary_and_stopped_after_the
     assert all(states and set(states) == {psutil.STATUS_STOPPED} for states in boundary_states)
     assert len(figures["segment_transitions_per_second"]) == 2
     assert len(figures["paused_seconds"]) == 3 and min(figures["paused_seconds"]) >= 0.3
-    # a segment ends at the first record 1 running second after it starts
-    assert 2.0 <= figures["window_seconds"] < 2.0 + 2 * 0.25 + 0.5
+    # a segment ends at the first record 1 running second after it starts (how soon after
+    # depends on the machine's load: no upper bound)
+    assert figures["window_seconds"] >= 2.0
     assert figures["transitions_per_second"] > 0 and figures["settle_seconds"] == 0.25
     _no_children_left()
 

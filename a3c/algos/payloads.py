@@ -13,8 +13,8 @@ from lib.columns import Column, Payload
 from lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
+    from a3c.algos.a3c.gradients import LossStats
     from lib.envs import EnvInfo
-    from lib.gradients import LossStats
 
 
 @dataclass

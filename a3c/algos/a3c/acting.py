@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from a3c.algos.a3c.gradients import flat_gradients, loss_gradients
+from a3c.algos.a3c.loss import LossSettings
 from a3c.algos.a3c.settings import importance_weighted
 from a3c.algos.base import Outbox
 from a3c.algos.payloads import GradientItem
 from lib.experience import TransitionBatch
-from lib.gradients import flat_gradients, loss_gradients
-from lib.loss import LossSettings
 from lib.recurrent import transition_buffer
 
 if TYPE_CHECKING:

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from a3c.lifecycle.reporter import Reporter
 
 from a3c.algos.a3c.acting import loss_settings
+from a3c.algos.a3c.gradients import LossStats, batch_loss, loss_gradients
+from a3c.algos.a3c.loss import LossSettings, LossTerms
 from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr
 from a3c.schedules import LrSchedule, parse_lr_schedule, scheduled
 from lib.experience import TransitionBatch
-from lib.gradients import LossStats, batch_loss, loss_gradients
-from lib.loss import LossSettings, LossTerms
 from lib.normalize import observe
 from lib.recurrent import is_recurrent, transition_buffer, with_streams
 

@@ -58,7 +58,7 @@ class DQN(Algorithm):
         check_replay_fits(config, needed)
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from lib.dqn import build_q_net
+        from a3c.algos.dqn.nets import build_q_net
 
         return build_q_net(env_info, settings.get("dueling", True))
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from a3c.algos.dqn.exploration import actor_epsilons, epsilon_greedy
 from a3c.schedules import EpsilonSchedule, epsilon_at, parse_epsilon_schedule
-from lib.dqn import actor_epsilons, epsilon_greedy
 from lib.envs import run_frames_per_step
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ import torch
 from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
+from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
 from a3c.algos.replay import ReplayFigures, ReplaySteps
 from a3c.learner import clip_and_step, follow, frozen_copy, make_adam, new_version_counter
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
-from lib.dqn import double_dqn_targets, weighted_huber_loss
 from lib.experience import TransitionBatch
 from lib.models import forward
 from lib.replay import ReplayBuffer

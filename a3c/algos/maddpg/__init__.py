@@ -34,7 +34,7 @@ class MADDPG(JointRowsAlgorithm):
 
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """Actors per ``--policies`` and a critic per agent, in one module."""
-        from lib.maddpg import MADDPGNet
+        from a3c.algos.maddpg.nets import MADDPGNet
         from lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)

@@ -11,26 +11,23 @@ import torch
 import torch.nn.functional as F
 
 from a3c.algos.joint import JointReplayLearner
-from a3c.algos.replay import ActorCriticFigures
-from a3c.learner import follow, frozen_copy, step_parts
-from lib.experience import TransitionBatch
-from lib.maddpg import (
-    MADDPGNet,
+from a3c.algos.maddpg.loss import (
     actor_joint_actions,
+    actor_loss,
+    critic_loss,
     critic_targets,
     straight_through_gumbel,
     target_actions,
 )
+from a3c.algos.maddpg.nets import MADDPGNet
+from a3c.algos.replay import ActorCriticFigures
+from a3c.learner import follow, frozen_copy, step_parts
+from lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
 
     from a3c.config import Config
     from lib.envs import EnvInfo
-
-LOGIT_PENALTY = 1e-3
-"""Weight of the actors' mean squared logits (the reference code's), which keeps the
-straight-through actions from saturating."""
-
 
 class MADDPGUpdate:
     """The nets' optimizer step on one joint batch: Adam over actors and critics (one
@@ -66,12 +63,12 @@ class MADDPGUpdate:
         taken = F.one_hot(torch.as_tensor(batch.actions, device=self.device), net.n_actions).float()
         targets = self.targets(batch)
         q_values = net.q_values(observations, taken)
-        loss_critic = (q_values - targets).pow(2).mean(dim=0).sum()
+        loss_critic = critic_loss(q_values, targets)
         logits, _ = net(observations)
         own = straight_through_gumbel(logits, self.temperature)
-        loss_actor = LOGIT_PENALTY * logits.pow(2).mean() - sum(
-            net.q_value(agent, observations, actor_joint_actions(taken, agent, own[:, agent])).mean()
-            for agent in range(net.agents))
+        own_q = torch.stack([net.q_value(agent, observations, actor_joint_actions(taken, agent, own[:, agent]))
+                             for agent in range(net.agents)], dim=1)
+        loss_actor = actor_loss(logits, own_q)
         norm_critic, norm_actor = step_parts(self.optimizer, [(loss_critic, self.critic_parameters),
                                                               (loss_actor, self.actor_parameters)],
                                              self.clip_grad, self.version_counter)

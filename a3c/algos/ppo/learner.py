@@ -15,13 +15,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from a3c.algos.ppo.loss import PPOLossSettings, ppo_loss
 from a3c.learner import clip_and_step, decayed, make_adam, set_lr
 from lib.advantages import continues, gae, next_values, sequence_order, vtrace
 from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
 from lib.models import evaluate, forward
 from lib.normalize import observe
-from lib.ppo_loss import PPOLossSettings, ppo_loss
 from lib.recurrent import is_recurrent, sequences, streams_of, unroll, with_streams
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ class QMIX(JointRowsAlgorithm):
 
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """The agents' shared Q-network and the mixer, in one module."""
-        from lib.qmix import QMIXNet
+        from a3c.algos.qmix.nets import QMIXNet
 
         return QMIXNet(env_info.observation_shape[0], env_info.n_actions, len(env_info.agents),
                        settings.get("mixing_embed") or 32)

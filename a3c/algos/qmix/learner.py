@@ -1,6 +1,6 @@
 """QMIX's learner: joint rows into a uniform replay buffer, then per sample one Adam step of
 the agent Q-network and the mixer on (Q_tot - y)^2, with y from the target nets
-(``lib.qmix.qmix_targets``), the targets following by Polyak averaging."""
+(``a3c.algos.qmix.loss.qmix_targets``), the targets following by Polyak averaging."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,10 +10,11 @@ import numpy as np
 import torch
 
 from a3c.algos.joint import JointReplayLearner
+from a3c.algos.qmix.loss import qmix_targets, td_loss
+from a3c.algos.qmix.nets import QMIXNet
 from a3c.algos.replay import ReplayFigures
 from a3c.learner import clip_and_step, follow, frozen_copy
 from lib.experience import TransitionBatch
-from lib.qmix import QMIXNet, qmix_targets
 
 if TYPE_CHECKING:
 
@@ -55,7 +56,7 @@ class QMIXUpdate:
         targets = qmix_targets(self.net, self.target_net, tensor(batch.rewards), tensor(batch.dones),
                                tensor(batch.last_states).float(), self.gamma)
         totals = self.net.q_total(observations, tensor(batch.actions))
-        loss = (totals - targets).pow(2).mean()
+        loss = td_loss(totals, targets)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = clip_and_step(self.net, self.optimizer, self.clip_grad, float(loss.detach()), self.version_counter)

@@ -67,7 +67,7 @@ class SAC(Algorithm):
         return max(1, round(2 * config.batch_size / config.replay_ratio))
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from lib.sac import SACNet, SquashedGaussian
+        from a3c.algos.sac.nets import SACNet, SquashedGaussian
 
         distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
         return SACNet(env_info.observation_shape[0], distribution)

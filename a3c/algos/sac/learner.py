@@ -12,9 +12,10 @@ import numpy as np
 import torch
 
 from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
+from a3c.algos.sac.loss import actor_loss, soft_targets, temperature_loss, twin_critic_loss
+from a3c.algos.sac.nets import SACNet, critic_values
 from a3c.learner import follow, frozen_copy, step_parts
 from lib.experience import TransitionBatch
-from lib.sac import SACNet, critic_values, soft_targets
 
 if TYPE_CHECKING:
     from a3c.config import Config
@@ -80,12 +81,12 @@ class SACUpdate:
         observations = torch.as_tensor(batch.states, device=self.device)
         targets = self.targets(batch, temperature)
         q_values = net.q_values(observations, torch.as_tensor(batch.actions, device=self.device))
-        loss_critic = (q_values - targets[:, None]).pow(2).mean(dim=0).sum()
+        loss_critic = twin_critic_loss(q_values, targets)
 
         head, _ = net(observations)
         actions, log_probs = net.distribution.sample_with_log_prob(head)
-        loss_actor = (temperature * log_probs - net.q_values(observations, actions).min(dim=-1).values).mean()
-        loss_temperature = -(net.log_temperature * (log_probs.detach() + self.target_entropy)).mean()
+        loss_actor = actor_loss(log_probs, net.q_values(observations, actions), temperature)
+        loss_temperature = temperature_loss(net.log_temperature, log_probs, self.target_entropy)
         parts = [(loss_critic, self.critic_parameters), (loss_actor, self.actor_parameters)]
         if learned:
             parts.append((loss_temperature, [net.log_temperature]))

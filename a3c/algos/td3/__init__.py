@@ -35,8 +35,8 @@ class TD3(SAC):
         return {**super().acting_options(config, worker_id), "uniform_until_learning": True}
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
+        from a3c.algos.sac.nets import ActorAndTwinCritics
         from lib.distributions import NoisyDeterministic
-        from lib.sac import ActorAndTwinCritics
 
         distribution = NoisyDeterministic(env_info.n_actions, env_info.action_low, env_info.action_high,
                                           noise=settings["exploration_noise"])

@@ -12,9 +12,11 @@ import torch
 from torch import nn
 
 from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
+from a3c.algos.sac.loss import soft_targets, twin_critic_loss
+from a3c.algos.sac.nets import ActorAndTwinCritics, critic_values
+from a3c.algos.td3.loss import deterministic_actor_loss
 from a3c.learner import follow, frozen_copy, step_parts
 from lib.experience import TransitionBatch
-from lib.sac import ActorAndTwinCritics, critic_values, soft_targets
 
 if TYPE_CHECKING:
     from a3c.config import Config
@@ -70,12 +72,12 @@ class TD3Update:
         observations = torch.as_tensor(batch.states, device=self.device)
         targets = self.targets(batch)
         q_values = net.q_values(observations, torch.as_tensor(batch.actions, device=self.device))
-        loss_critic = (q_values - targets[:, None]).pow(2).mean(dim=0).sum()
+        loss_critic = twin_critic_loss(q_values, targets)
         parts = [(loss_critic, self.critic_parameters)]
         actor_step = (self.policy_version + 1) % self.policy_delay == 0  # every critic step is a version
         if actor_step:
             head, _ = net(observations)
-            loss_actor = -net.q_values(observations, net.distribution.greedy(head))[:, 0].mean()
+            loss_actor = deterministic_actor_loss(net.q_values(observations, net.distribution.greedy(head)))
             parts.append((loss_actor, self.actor_parameters))
         norm_critic, *norm_actor = step_parts(self.optimizer, parts, self.clip_grad, self.version_counter)
         if actor_step:

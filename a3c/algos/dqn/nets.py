@@ -1,15 +1,10 @@
-"""Q-learning parts: Q-networks (dueling or plain), epsilon schedules for many actors, and
-the n-step Double-DQN target and loss as small pure functions.
-
-A Q-network maps observations to one value per action. Its ``forward`` returns
-``(q_values, max_q)`` so that it acts where an actor-critic does (the first output chooses
-the action, the second is a state value): the same actors and play code serve both.
+"""DQN's Q-networks, dueling or plain. A Q-network maps observations to one value per action; its
+``forward`` returns ``(q_values, max_q)`` so that it acts where an actor-critic does (the first
+output chooses the action, the second is a state value): the same actors and play code serve both.
 """
 from __future__ import annotations
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lib.envs import EnvInfo
@@ -79,43 +74,3 @@ def build_q_net(env_info: EnvInfo, dueling: bool = True) -> nn.Module:
     if env_info.atari:
         return AtariQ(env_info.observation_shape, env_info.n_actions, dueling)
     return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling, encoder=observation_encoder(env_info))
-
-
-def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
-    """Ape-X's fixed exploration rates: actor i of N acts with base ** (1 + alpha * i / (N - 1)),
-    from ``base`` for the first down to ``base ** (1 + alpha)`` for the last."""
-    if count == 1:
-        return np.array([base])
-    return base ** (1.0 + alpha * np.arange(count) / (count - 1))
-
-
-def epsilon_greedy(q_values: torch.Tensor, epsilons: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Per row: a uniformly random action with probability ``epsilons[row]``, else the
-    greedy one."""
-    greedy = q_values.argmax(dim=-1)
-    explore = torch.rand(len(q_values), generator=generator, device=q_values.device) < epsilons
-    random_actions = torch.randint(q_values.shape[-1], (len(q_values),), generator=generator,
-                                   device=q_values.device)
-    return torch.where(explore, random_actions, greedy)
-
-
-def double_dqn_targets(rewards: torch.Tensor, dones: torch.Tensor, steps: torch.Tensor,
-                       next_q_online: torch.Tensor, next_q_target: torch.Tensor, gamma: float,
-                       double: bool = True) -> torch.Tensor:
-    """n-step targets: R + gamma ** steps * Q_target(s', a*) where the episode did not
-    terminate. Double DQN takes a* = argmax_a Q_online(s', a) (the online net chooses, the
-    target net evaluates); plain DQN a* = argmax_a Q_target(s', a). ``steps`` is the number
-    of rewards actually summed (fewer than n where a time limit cut the episode)."""
-    chooser = next_q_online if double else next_q_target
-    best_actions = chooser.argmax(dim=-1, keepdim=True)
-    bootstrap = next_q_target.gather(-1, best_actions).squeeze(-1)
-    discounts = gamma ** steps.to(torch.float64)
-    return rewards + (discounts.to(rewards.dtype) * bootstrap) * (~dones).to(rewards.dtype)
-
-
-def weighted_huber_loss(q_taken: torch.Tensor, targets: torch.Tensor,
-                        weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The importance-weighted mean Huber loss and the TD errors (target - prediction)."""
-    td_errors = targets - q_taken
-    losses = F.smooth_l1_loss(q_taken, targets, reduction="none")
-    return (weights * losses).mean(), td_errors.detach()

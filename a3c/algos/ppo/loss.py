@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lib.advantages import standardized
 from lib.distributions import CATEGORICAL, Distribution
-from lib.loss import standardized
 
 
 def clipped_surrogate(log_probs: torch.Tensor, behaviour_log_probs: torch.Tensor, advantages: torch.Tensor,

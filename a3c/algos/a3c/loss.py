@@ -1,4 +1,6 @@
-"""Actor-critic loss terms as small pure functions, each returning a scalar to minimise."""
+"""A3C's loss terms as small pure functions, each returning a scalar to minimise: the policy
+gradient (with V-trace's truncated importance weights where rows are stale), the value
+regression and the entropy bonus."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,6 +8,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lib.advantages import standardized
 from lib.distributions import CATEGORICAL, Distribution
 
 
@@ -37,13 +40,6 @@ def truncated_importance_weights(log_probs: torch.Tensor, behaviour_log_probs: t
     return torch.clamp(ratios, max=rho_bar)
 
 
-def standardized(advantages: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """``advantages`` shifted to zero mean and scaled to unit standard deviation (a batch
-    of one row, whose deviation is undefined, is only centred)."""
-    centred = advantages - advantages.mean()
-    if advantages.numel() < 2:
-        return centred
-    return centred / (advantages.std() + eps)
 
 
 def entropy_loss(entropies: torch.Tensor, entropy_beta: float) -> torch.Tensor:

@@ -1,6 +1,5 @@
-"""MADDPG's parts (Lowe et al. 2017, discrete actions): decentralised actors, a centralised
-critic per agent over every agent's observation and action, the straight-through
-Gumbel-softmax that lets a critic's gradient reach a discrete actor, and the targets.
+"""MADDPG's nets (Lowe et al. 2017, discrete actions): decentralised actors and a centralised
+critic per agent over every agent's observation and action.
 
 Joint tensors are laid out agents second: observations (N, agents, size), actions as one-hot
 (N, agents, n_actions), rewards (N, agents).
@@ -10,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from lib.models import mlp
@@ -63,33 +61,3 @@ class MADDPGNet(nn.Module):
 def critic_input(observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """What every critic reads: all observations, then all one-hot actions, in agent order."""
     return torch.cat([observations.flatten(1).float(), actions.flatten(1)], dim=1)
-
-
-def straight_through_gumbel(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """A one-hot sample of softmax(logits) whose gradient is that of the relaxed sample
-    softmax((logits + Gumbel noise) / temperature): the forward pass acts, the backward pass
-    passes the critic's gradient to the logits."""
-    gumbels = -torch.empty_like(logits).exponential_().log()
-    relaxed = F.softmax((logits + gumbels) / temperature, dim=-1)
-    hard = F.one_hot(relaxed.argmax(dim=-1), logits.shape[-1]).to(relaxed.dtype)
-    return hard + relaxed - relaxed.detach()
-
-
-def critic_targets(rewards: torch.Tensor, dones: torch.Tensor, next_q: torch.Tensor,
-                   gamma: float) -> torch.Tensor:
-    """y_i = r_i + gamma * Q'_i(s', a') where the episode did not terminate, per agent: rewards
-    and next_q (N, agents), dones (N,)."""
-    return rewards + gamma * (~dones).unsqueeze(1).to(next_q.dtype) * next_q
-
-
-def target_actions(target_net: MADDPGNet, next_observations: torch.Tensor) -> torch.Tensor:
-    """a' of the targets: each target actor's most probable action, one-hot (N, agents, n)."""
-    logits, _ = target_net(next_observations)
-    return F.one_hot(logits.argmax(dim=-1), target_net.n_actions).float()
-
-
-def actor_joint_actions(taken: torch.Tensor, agent: int, own: torch.Tensor) -> torch.Tensor:
-    """The joint one-hot actions of the actor update for ``agent``: the others' as taken
-    (from the replay), its own ``own`` (straight-through, so its gradient flows)."""
-    mask = F.one_hot(torch.tensor(agent), taken.shape[1]).to(taken.dtype)[None, :, None]
-    return taken * (1 - mask) + own.unsqueeze(1) * mask

@@ -75,13 +75,3 @@ class QMIXNet(nn.Module):
         """Q_tot (N,) of joint actions (N, agents) in joint rows (N, agents, size)."""
         taken = self.joint_q(observations).gather(2, actions.long().unsqueeze(2)).squeeze(2)
         return self.mixer(taken, observations.reshape(len(observations), -1).float())
-
-
-def qmix_targets(online: QMIXNet, target: QMIXNet, rewards: torch.Tensor, dones: torch.Tensor,
-                 next_observations: torch.Tensor, gamma: float) -> torch.Tensor:
-    """y = team reward + gamma (1 - done) Q'_tot(s', a'), with each agent's a' its greedy
-    action under the online net (double Q-learning) and Q'_tot the target net's mixer."""
-    with torch.no_grad():
-        next_actions = online.joint_q(next_observations).argmax(dim=2)
-        next_total = target.q_total(next_observations, next_actions)
-        return rewards.sum(dim=1) + gamma * (~dones).float() * next_total

@@ -1,8 +1,7 @@
-"""Soft actor-critic's parts (Haarnoja et al. 2018, with the learned temperature of the
-second paper): the net, a tanh-squashed Gaussian policy (``lib.distributions.SquashedGaussian``)
-with its log-stds clamped to ``LOG_STD_RANGE`` and twin Q critics over observation and
-action, and the soft targets. TD3 (``a3c.algos.td3``) uses the same net with a deterministic
-actor, and the targets at temperature 0.
+"""Soft actor-critic's net (Haarnoja et al. 2018): a tanh-squashed Gaussian policy
+(``lib.distributions.SquashedGaussian``) with its log-stds clamped to ``LOG_STD_RANGE``, twin Q
+critics over observation and action, and the learned temperature. TD3 (``a3c.algos.td3``)
+builds on the same actor and twin critics with a deterministic actor.
 """
 from __future__ import annotations
 
@@ -15,6 +14,8 @@ from lib.models import mlp
 LOG_STD_RANGE = (-5.0, 2.0)
 """The log-stds the actor may give (CleanRL's and SB3's bounds): wider, and the squashed
 log-densities of a near-deterministic policy overflow."""
+
+
 HIDDEN = 256
 """Units of each of the two hidden layers of the actor and of each critic (the paper's)."""
 
@@ -58,11 +59,3 @@ def critic_values(critics: nn.ModuleList, observations: torch.Tensor, actions: t
     """(N, critics): each of ``critics``' Q(observation, action), the net's or their target copies'."""
     inputs = torch.cat([observations.float(), actions], dim=-1)
     return torch.cat([critic(inputs) for critic in critics], dim=-1)
-
-
-def soft_targets(rewards: torch.Tensor, dones: torch.Tensor, steps: torch.Tensor, next_q: torch.Tensor,
-                 next_log_probs: torch.Tensor, temperature: float, gamma: float) -> torch.Tensor:
-    """y = R + gamma^n (1 - done) (min_i Q'_i(s', a') - temperature * log pi(a' | s')) for n-step
-    rows (``rewards`` their discounted sums over ``steps``), a' drawn from the policy at s'."""
-    soft_value = next_q.min(dim=-1).values - temperature * next_log_probs
-    return rewards + gamma ** steps.float() * (~dones).float() * soft_value

@@ -1,5 +1,6 @@
-"""Forward, loss and backward on one batch: what the learner (data mode) and a grads-mode
-worker both compute, kept apart from the learner so that workers never import it."""
+"""Forward, loss and backward on one batch: the n-step reference values (``unpack_batch``),
+A3C's loss on them and its gradients; what the learner (data mode) and a grads-mode worker
+both compute, kept apart from the learner so that workers never import it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,10 +10,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.batch import unpack_batch
+from a3c.algos.a3c.loss import LossSettings, LossTerms, a2c_loss
 from lib.distributions import policy_distribution
 from lib.experience import TransitionBatch
-from lib.loss import LossSettings, LossTerms, a2c_loss
 from lib.models import forward
 from lib.recurrent import is_recurrent, sequences, streams_of, unroll
 
@@ -103,3 +103,39 @@ def flat_gradients(net: nn.Module) -> np.ndarray:
         (torch.zeros_like(parameter) if parameter.grad is None else parameter.grad).reshape(-1)
         for parameter in net.parameters()
     ]).cpu().numpy()
+
+
+def unpack_batch(
+    transitions: TransitionBatch, net: nn.Module, gamma: float, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(states, actions, reference values) on ``device``.
+
+    reference = discounted reward + gamma**steps * V(last state) where the episode did not
+    terminate; ``steps`` is n except for transitions cut short by truncation. V(last state)
+    is the sender's ``last_values`` when present, else ``net`` evaluates ``last_states``
+    without gradient: either way it is a target, not a prediction.
+    """
+    states = torch.as_tensor(transitions.states).to(device)
+    actions = torch.as_tensor(transitions.actions).to(device)
+    reference_values = torch.tensor(transitions.rewards, dtype=torch.float32, device=device)
+    bootstrap_rows = np.flatnonzero(~transitions.dones)
+    if len(bootstrap_rows):
+        bootstrap_values = _bootstrap_values(transitions, bootstrap_rows, net, device)
+        discounts = torch.as_tensor(
+            gamma ** transitions.steps[bootstrap_rows].astype(np.float64), dtype=torch.float32
+        ).to(device)
+        rows = torch.as_tensor(bootstrap_rows).to(device)
+        reference_values[rows] += discounts * bootstrap_values
+    return states, actions, reference_values
+
+
+def _bootstrap_values(transitions: TransitionBatch, rows: np.ndarray, net: nn.Module,
+                      device: torch.device | str) -> torch.Tensor:
+    if transitions.last_values is not None:
+        return torch.as_tensor(transitions.last_values[rows], dtype=torch.float32).to(device)
+    if transitions.last_states is None:
+        raise ValueError("transitions carry neither last_states nor last_values")
+    last_states = torch.as_tensor(transitions.last_states[rows]).to(device)
+    with torch.no_grad():
+        _, values = net(last_states)
+    return values
