@@ -15,15 +15,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.distributions import policy_distribution
-from lib.envs import EnvRecipe
-from lib.episodes import Episode, EpisodeCallbacks
-from lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
-from lib.models import evaluate
-from lib.multiagent import joint_transitions
-from lib.normalize import RewardScaler
-from lib.recurrent import is_recurrent
-from lib.recurrent import step as recurrent_step
+from a3c.lib.distributions import policy_distribution
+from a3c.lib.envs import EnvRecipe
+from a3c.lib.episodes import Episode, EpisodeCallbacks
+from a3c.lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
+from a3c.lib.models import evaluate
+from a3c.lib.multiagent import joint_transitions
+from a3c.lib.normalize import RewardScaler
+from a3c.lib.recurrent import is_recurrent
+from a3c.lib.recurrent import step as recurrent_step
 
 
 @dataclass
@@ -50,14 +50,14 @@ class VectorActor:
     learner gives ``send_log_probs``: each row then carries its action's log-probability
     under the logits that chose it, and the columns that put rows back into sequences. A
     learner with a critic over every agent (MADDPG) gives ``joint_rows``: a multi-agent env's
-    rows then leave as one per env step with every agent's (``lib.multiagent.joint_transitions``).
+    rows then leave as one per env step with every agent's (``a3c.lib.multiagent.joint_transitions``).
     ``return_lambda`` below 1 sends lambda-returns over each n-step window (``NStepAccumulator``).
     ``env`` says how to make the envs (an id alone: its default settings); ``worker_index``
-    reaches each env's creator (``lib.envs.make_env``).
+    reaches each env's creator (``a3c.lib.envs.make_env``).
     ``callbacks`` run their worker-side hooks at each env's episode start, step and end
-    (``lib.episodes``); their custom metrics go with the finished episodes.
+    (``a3c.lib.episodes``); their custom metrics go with the finished episodes.
     ``scale_rewards`` trains on rewards over the running deviation of the discounted return
-    (``lib.normalize.RewardScaler``); finished episodes still report the env's own. The
+    (``a3c.lib.normalize.RewardScaler``); finished episodes still report the env's own. The
     first ``random_steps`` vector steps act uniformly at random (``--random-frames``), and
     with ``uniform_until_learning`` every step before the learner's first (policy version 0:
     TD3's warm-up, which a resumed run or a restarted worker past it skips).
@@ -65,7 +65,7 @@ class VectorActor:
     central critic. ``life_loss`` (Atari): a step that loses a life ends its rows as a
     termination would (``NStepAccumulator``), while the episode, and its score, is the game.
 
-    A recurrent net (``lib.recurrent``) keeps a state per env, zeroed where an episode starts;
+    A recurrent net (``a3c.lib.recurrent``) keeps a state per env, zeroed where an episode starts;
     each row carries the state its action was chosen from (``recurrent_states``).
 
     ``policy_version()`` says which optimizer step ``net``'s weights are at; it is read just

@@ -26,9 +26,7 @@ from typing import Any, NoReturn
 
 from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
-from a3c.settings import ConfigError, Preset, option
-from a3c.transport.ray_cluster import parse_address
-from lib.envs import (
+from a3c.lib.envs import (
     ATARI_SCREEN_SIZE,
     SCREEN_SIZES,
     EnvError,
@@ -37,6 +35,8 @@ from lib.envs import (
     EnvRecipe,
     env_family,
 )
+from a3c.settings import ConfigError, Preset, option
+from a3c.transport.ray_cluster import parse_address
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]
 

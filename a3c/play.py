@@ -21,14 +21,14 @@ from torch import nn
 
 from a3c.algos import get_algorithm
 from a3c.algos.base import Algorithm
+from a3c.lib.distributions import policy_distribution
+from a3c.lib.envs import EnvError, EnvRecipe
+from a3c.lib.models import evaluate
+from a3c.lib.multiagent import is_multiagent
+from a3c.lib.recurrent import is_recurrent
+from a3c.lib.recurrent import step as recurrent_step
 from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
-from lib.distributions import policy_distribution
-from lib.envs import EnvError, EnvRecipe
-from lib.models import evaluate
-from lib.multiagent import is_multiagent
-from lib.recurrent import is_recurrent
-from lib.recurrent import step as recurrent_step
 
 DEFAULT_MAX_STEPS = 27_000
 """Agent steps per episode: 108,000 Atari frames, the usual 30-minute evaluation cap."""
@@ -130,7 +130,7 @@ def policy_actions(net: nn.Module, algorithm: Algorithm, observations: np.ndarra
 def act_once(net: nn.Module, algorithm: Algorithm, observation: np.ndarray, state: torch.Tensor | None = None,
              greedy: bool = False) -> tuple[int | np.ndarray, torch.Tensor | None]:
     """The action for one env observation: an int, or one per agent for a multi-agent env's
-    joint observation (``lib.multiagent.JointEnv``); and a recurrent net's next state."""
+    joint observation (``a3c.lib.multiagent.JointEnv``); and a recurrent net's next state."""
     actions, state = policy_step(net, algorithm, np.asarray(observation)[None], greedy, state)
     return (int(actions[0]) if actions[0].ndim == 0 else actions[0]), state
 

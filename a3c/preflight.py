@@ -12,9 +12,9 @@ from gymnasium.error import DependencyNotInstalled
 
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
+from a3c.lib.envs import EnvError, EnvInfo, registered_by_user
+from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
 from a3c.settings import ConfigError, available_memory
-from lib.envs import EnvError, EnvInfo, registered_by_user
-from lib.policies import PolicyMappingError, parse_policy_mapping
 
 CHILD_MEMORY_FLOOR = 128 * 2**20
 """Less private memory than any child process was measured to take (its torch, its envs;

@@ -17,9 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+from a3c.lib.envs import ATARI_FRAME_SKIP
+
 from benchmarks.solve import train_to_goal
 from benchmarks.steal import BUSY_WARNING
-from lib.envs import ATARI_FRAME_SKIP
 
 GAMES = ("Breakout", "BeamRider", "Qbert", "Seaquest", "SpaceInvaders")
 PUBLISHED = {

@@ -1,6 +1,6 @@
 """What flushing denormals saves: the learner's Adam step on the Pong net, with and without.
 
-The optimizer state is set up as a Pong run's was after ~800 steps (``lib.denormals``):
+The optimizer state is set up as a Pong run's was after ~800 steps (``a3c.lib.denormals``):
 the weights and bias of a share of each layer's units (those that stopped firing) with
 zero gradients and denormal first moments, the rest ordinary. Both modes step the same
 state in the same process, one after the other, a few times over.
@@ -11,12 +11,12 @@ import statistics
 import time
 
 import torch
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 
 from a3c.algos.a3c.settings import ATARI_PRESET
 from a3c.learner import make_adam
-from lib.denormals import flush_denormals
-from lib.envs import describe_env
-from lib.models import build_net
 
 DEAD_SHARE = 0.35
 """Share of each layer's units left dead: the Pong checkpoints at 150 and 200 s had 1.2-1.3

@@ -1,4 +1,4 @@
-"""The memory task (``CueMemory-v0``, ``lib.memory_task``) with and without ``--lstm``, for A3C
+"""The memory task (``CueMemory-v0``, ``a3c.lib.memory_task``) with and without ``--lstm``, for A3C
 and PPO: a recurrent policy should reach the goal (a mean-100 of 0.9, only reachable by
 remembering the cue) and a feed-forward one should stay near 0 however long it trains.
 
@@ -6,8 +6,9 @@ remembering the cue) and a feed-forward one should stay near 0 however long it t
 """
 from __future__ import annotations
 
+from a3c.lib.memory_task import ENV_ID
+
 from benchmarks.solve import seeded_runs
-from lib.memory_task import ENV_ID
 
 ALGORITHMS = ("a3c", "ppo")
 FEED_FORWARD_FRAMES = 500_000

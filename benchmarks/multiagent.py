@@ -12,10 +12,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from a3c.lib.multiagent import TWO_STEP_GAME, JointEnv
 
 from a3c.lifecycle.load import read_progress
 from benchmarks.solve import seeded_runs, train_to_goal
-from lib.multiagent import TWO_STEP_GAME, JointEnv
 
 TWO_STEP_ALGORITHMS = ("qmix", "mappo", "maddpg", "a3c", "ppo", "dqn")
 TWO_STEP_FRAMES = 100_000

@@ -14,6 +14,9 @@ import pickle
 import time
 
 import numpy as np
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import build_net
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
@@ -26,9 +29,6 @@ from benchmarks.probe import (
     rate,
     training_stage,
 )
-from lib.envs import describe_env
-from lib.experience import TransitionBatch
-from lib.models import build_net
 
 ROUNDS = 20
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from a3c.lib.envs import ATARI_FRAME_SKIP
+
 from benchmarks.memory import memory_section
 from benchmarks.mujoco import mujoco_section
-from lib.envs import ATARI_FRAME_SKIP
 
 
 def _row(*cells: object) -> str:

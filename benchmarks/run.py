@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+from a3c.lib.envs import ATARI_FRAME_SKIP
 
 from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
 from benchmarks.atari import GAMES as ATARI_GAMES
@@ -62,7 +63,6 @@ from benchmarks.report import (
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import BUSY_WARNING, StealMeter, busy_before
 from benchmarks.window import ROOT, run_trainer_window
-from lib.envs import ATARI_FRAME_SKIP
 
 PONG = "PongNoFrameskip-v4"
 PENDULUM = "Pendulum-v1"

@@ -1,7 +1,7 @@
 """The peer: Stable-Baselines3 A2C (or DQN, PPO, SAC, TD3) on the same envs, run in its own process.
 
 Prints one JSON object: throughput over a window after warm-up, or time to the stop reward
-with the mean-100 curve. Envs come from ``lib.envs.make_env``, so the Atari preprocessing is
+with the mean-100 curve. Envs come from ``a3c.lib.envs.make_env``, so the Atari preprocessing is
 exactly the trainer's. Run by ``benchmarks.run``; usable alone:
 
     python -m benchmarks.sb3_peer --env CartPole-v1 --n-envs 8 --ent-coef 0 --stop-reward 475
@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 import torch
+from a3c.lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
@@ -39,7 +40,6 @@ from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
 from benchmarks.mujoco import ZOO_HALFCHEETAH_PPO, ZOO_HALFCHEETAH_PPO_STEPS
-from lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 
 
 class Watch(BaseCallback):

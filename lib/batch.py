@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 
 class TransitionBuffer:

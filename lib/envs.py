@@ -21,10 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
-
-from lib.memory_task import register as register_memory_task
-from lib.multiagent import (
+from a3c.lib.memory_task import register as register_memory_task
+from a3c.lib.multiagent import (
     AgentSlots,
     JointEnv,
     MultiAgentEnvError,
@@ -34,7 +32,7 @@ from lib.multiagent import (
     observation_width,
     reward_threshold,
 )
-from lib.observations import (
+from a3c.lib.observations import (
     MIN_IMAGE_SIDE,
     EnvError,
     ImagePart,
@@ -44,7 +42,8 @@ from lib.observations import (
     needs_flattening,
     unflattened_space,
 )
-from lib.user_envs import EnvContext, is_user_env
+from a3c.lib.user_envs import EnvContext, is_user_env
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
@@ -251,7 +250,7 @@ class EnvInfo:
     reward_threshold: float | None
     agents: tuple[str, ...] = ()
     """A multi-agent env's agents, in order; each observation ends with the agent's one-hot
-    index among them (``lib.multiagent``)."""
+    index among them (``a3c.lib.multiagent``)."""
     action_low: tuple[float, ...] | None = None
     """A Box action space's bounds (``n_actions`` is then its size); None for Discrete."""
     action_high: tuple[float, ...] | None = None
@@ -263,7 +262,7 @@ class EnvInfo:
     """A multi-agent observation's leading part holding every agent's own (``AgentSlots``'s
     ``global_state``), 0 without it."""
     image_parts: tuple[ImagePart, ...] = ()
-    """The images in a flattened observation, each read by a conv net of its own (``lib.models``)."""
+    """The images in a flattened observation, each read by a conv net of its own (``a3c.lib.models``)."""
 
     @property
     def continuous(self) -> bool:

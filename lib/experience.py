@@ -37,7 +37,7 @@ class TransitionBatch:
     that chose it), ``env_ids`` (the env's index in its worker) and ``ends`` (the row's window
     reaches its episode's end, by termination or truncation): with them it puts each env's
     rows back into sequences; ``starts`` (the row is its episode's first step) tells a
-    recurrent learner where the state was zeroed (``lib.recurrent``).
+    recurrent learner where the state was zeroed (``a3c.lib.recurrent``).
     """
 
     states: np.ndarray
@@ -53,7 +53,7 @@ class TransitionBatch:
     ends: np.ndarray | None = None
     starts: np.ndarray | None = None
     extras: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-    """Columns an algorithm declares beyond these (``lib.columns``), by name, a row each."""
+    """Columns an algorithm declares beyond these (``a3c.lib.columns``), by name, a row each."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -102,7 +102,7 @@ class EpisodeResult:
     env_index: int = dataclasses.field(default=-1, compare=False)
     """Which of its worker's envs played it (-1 where not known); not part of the result."""
     custom_metrics: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    """What the worker's ``on_episode_end`` callbacks recorded (``lib.episodes``)."""
+    """What the worker's ``on_episode_end`` callbacks recorded (``a3c.lib.episodes``)."""
     hist_data: Mapping[str, Sequence[float]] = dataclasses.field(default_factory=dict)
 
 
@@ -113,7 +113,7 @@ class NStepAccumulator:
     that ended returns its real final observation, and spends its next step on the reset:
     that step's action is ignored and its reward is 0, so the accumulator skips it.
 
-    A multi-agent vector env (``lib.multiagent.AgentSlots``) says in ``infos["active"]``
+    A multi-agent vector env (``a3c.lib.multiagent.AgentSlots``) says in ``infos["active"]``
     which slots acted: an agent that finished before its env's episode ended is skipped.
 
     With ``clip_rewards`` the transitions carry the sign of each reward (-1, 0 or 1), as

@@ -4,7 +4,7 @@ Each episode shows one of ``cues`` cues (a one-hot) at its first step, then ``de
 of zeros, the last of which raises an "answer now" flag; the action taken at that step
 earns +1 if it names the cue, -1 if not, and ends the episode. A policy that sees only the
 current observation names the right cue half the time (with two cues) and scores 0 on
-average; one that remembers scores 1. Registered as ``CueMemory-v0`` when ``lib.envs`` is
+average; one that remembers scores 1. Registered as ``CueMemory-v0`` when ``a3c.lib.envs`` is
 imported (``--env CueMemory-v0``; ``--env-config '{"delay": 20}'`` for a longer gap).
 """
 from __future__ import annotations

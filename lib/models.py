@@ -1,18 +1,17 @@
 """Actor-critic networks: each maps a batch of observations to (policy head, state values),
-the head being what its ``distribution`` reads (``lib.distributions``: logits, or a
+the head being what its ``distribution`` reads (``a3c.lib.distributions``: logits, or a
 Gaussian's means and log-stds)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 import torch
+from a3c.lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
+from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
+from a3c.lib.normalize import ObservationNormalizer
+from a3c.lib.observations import ImagePart
+from a3c.lib.recurrent import RecurrentA2C
 from torch import nn
-
-from lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
-from lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
-from lib.normalize import ObservationNormalizer
-from lib.observations import ImagePart
-from lib.recurrent import RecurrentA2C
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden
@@ -68,7 +67,7 @@ def conv_body(name: str, input_shape: tuple[int, ...]) -> tuple[nn.Sequential, i
     paper's (16 8x8/4, 32 4x4/2; 256 units). On 42-pixel frames the first layer's kernel
     and stride are halved (4x4/2), so it sees the same part of the screen and every layer
     above it gets maps of the same size as on 84-pixel frames; other sizes (an env's own
-    images, ``lib.envs.MIN_IMAGE_SIDE`` pixels or more) take the layers as they are."""
+    images, ``a3c.lib.envs.MIN_IMAGE_SIDE`` pixels or more) take the layers as they are."""
     if name == "nature":
         layers, hidden = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
     elif name == "small":
@@ -205,7 +204,7 @@ class MlpA2C(nn.Module):
     last layer initialised orthogonally at gain 0.01 so that they start near 0, and a
     state-independent log-std (starting at ``log_std_init``) follows them in the policy head. With
     ``normalize_observations`` both MLPs see the observations standardised by running
-    statistics the learner keeps up (``lib.normalize.ObservationNormalizer``).
+    statistics the learner keeps up (``a3c.lib.normalize.ObservationNormalizer``).
     """
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int = MLP_HIDDEN,
@@ -239,7 +238,7 @@ class MlpA2C(nn.Module):
 class CentralCriticMlp(nn.Module):
     """A policy MLP on an agent's own observation and one-hot index (the last ``own_size``
     features of a row) and a value MLP on the whole row, whose front holds every agent's
-    observation (``lib.multiagent.with_global_state``): MAPPO's centralised critic. A row of
+    observation (``a3c.lib.multiagent.with_global_state``): MAPPO's centralised critic. A row of
     ``own_size`` features alone (acting outside the workers: play, ``compute_action``) gets
     the policy and zeros for values, which acting does not read."""
 
@@ -261,7 +260,7 @@ class CentralCriticMlp(nn.Module):
 
 class AtariFeatures(nn.Module):
     """A conv body (``conv_body``) and one hidden ReLU layer over it, on uint8 frames: the
-    features a recurrent net's cell reads (``lib.recurrent``)."""
+    features a recurrent net's cell reads (``a3c.lib.recurrent``)."""
 
     def __init__(self, input_shape: tuple[int, ...], conv: str = "nature"):
         super().__init__()
@@ -294,7 +293,7 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     (``mlp_hidden`` units a layer; a Gaussian policy for Box actions, its log-std starting at
     ``log_std_init``; running observation statistics with ``normalize_observations``); with
     ``lstm``, the body under an LSTM cell of ``lstm_cell_size`` units
-    (``lib.recurrent.RecurrentA2C``; ``heads`` does not apply). Flat rows that hold an env's
+    (``a3c.lib.recurrent.RecurrentA2C``; ``heads`` does not apply). Flat rows that hold an env's
     images read them through an ``ObservationEncoder`` with ``conv`` bodies first."""
     if env_info.continuous:
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)

@@ -8,7 +8,7 @@ the trainer takes of them.
 - ``AgentSlots`` steps several ``JointEnv`` in lockstep as a vector env with one slot per
   (env, agent): the workers' actor, the n-step accumulator and the actor-critic learners
   then treat each agent as an env of their own, and a net that routes rows by the one-hot
-  index (``lib.policies``) gives each policy its own agents' rows only.
+  index (``a3c.lib.policies``) gives each policy its own agents' rows only.
 
 An agent that finishes before the others keeps its slot idle (``infos["active"]``) until its
 env ends; agents whose observation or action spaces differ are refused, in one line.
@@ -22,9 +22,8 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+from a3c.lib.experience import EpisodeResult, TransitionBatch
 from gymnasium.vector import AutoresetMode, VectorEnv
-
-from lib.experience import EpisodeResult, TransitionBatch
 
 TWO_STEP_GAME = "TwoStepGame"
 

@@ -1,6 +1,6 @@
 """Policies mapped to agents: one net per policy behind one module, each row routed to the
 net of its agent's policy by the one-hot agent index its observation ends with
-(``lib.multiagent``). A policy's net therefore computes, and is trained on, its own agents'
+(``a3c.lib.multiagent``). A policy's net therefore computes, and is trained on, its own agents'
 rows only, while the workers, the slots, the optimizer and the checkpoints keep seeing one
 module."""
 from __future__ import annotations
@@ -55,7 +55,7 @@ def mapping_setting(policy_mapping: Callable[[str], str], agents: Sequence[str])
 
 class PolicyMap(nn.Module):
     """Nets ``nets[name]`` (each mapping observations to a tuple of outputs with rows first,
-    like ``lib.models``' (logits, values)); agent i's rows go to ``nets[agent_policies[i]]``.
+    like ``a3c.lib.models``' (logits, values)); agent i's rows go to ``nets[agent_policies[i]]``.
 
     Takes observations (..., size + agents) whose last ``agents`` entries are the one-hot
     agent index, and returns each output with the same leading shape.

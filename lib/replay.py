@@ -15,8 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 
 class SumTree:

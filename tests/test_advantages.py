@@ -2,8 +2,7 @@
 a truncation and the rollout's end inside it, computed by hand."""
 import numpy as np
 import pytest
-
-from lib.advantages import backward_sum, continues, gae, next_values, sequence_order, vtrace
+from a3c.lib.advantages import backward_sum, continues, gae, next_values, sequence_order, vtrace
 
 # arrival order: env 0 and env 1 of worker 0 take turns
 WORKERS = np.array([0, 0, 0, 0, 0, 0])

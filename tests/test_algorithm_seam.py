@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import torch
+from a3c.lib.distributions import CATEGORICAL
+from a3c.lib.models import build_net, forward
 from torch import nn
 
 from a3c import ConfigError, ConsoleReporter, Trainer
@@ -21,8 +23,6 @@ from a3c.algos.base import Algorithm
 from a3c.learner import clip_and_step, make_adam
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.play import play
-from lib.distributions import CATEGORICAL
-from lib.models import build_net, forward
 from tests.conftest import ROOT
 from tests.helpers import scalars
 
@@ -148,7 +148,7 @@ def _modules_after(code: str) -> set[str]:
 
 LEARNER_SIDE = {"tensorboardX", "a3c.learner", "a3c.algos.a3c.learner", "a3c.algos.dqn.learner",
                 "a3c.algos.ppo.learner",
-                "a3c.lifecycle.trainer", "a3c.lifecycle.run", "lib.replay"}
+                "a3c.lifecycle.trainer", "a3c.lifecycle.run", "a3c.lib.replay"}
 
 
 @pytest.mark.parametrize("module", ["a3c.transport.ray_actor", "a3c.transport.worker"])

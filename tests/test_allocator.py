@@ -5,14 +5,13 @@ import subprocess
 import sys
 
 import pytest
-
-from lib.allocator import ON_GLIBC, keep_freed_memory
+from a3c.lib.allocator import ON_GLIBC, keep_freed_memory
 
 # A fresh interpreter fills a 20 MB tensor, frees it and prints how many of its MiB are
 # still resident: what the next step can reuse without faulting the pages in again
 RETAINED_MIB_AFTER_FREE = """
 import os, sys, torch
-from lib.allocator import keep_freed_memory
+from a3c.lib.allocator import keep_freed_memory
 torch.set_num_threads(1)  # no thread pool starting inside the measured span
 if sys.argv[1] == "keep":
     assert keep_freed_memory()

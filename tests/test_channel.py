@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
+from a3c.lib.columns import Column, PayloadError
+from a3c.lib.envs import EnvInfo
+from a3c.lib.experience import TransitionBatch
 
 from a3c.algos.payloads import TransitionPayload, transition_columns
 from a3c.transport.channel import ChildChannel, allocate_slots
 from a3c.transport.messages import SlotRows
-from lib.columns import Column, PayloadError
-from lib.envs import EnvInfo
-from lib.experience import TransitionBatch
 
 ATARI_INFO = EnvInfo("PongNoFrameskip-v4", (4, 84, 84), "uint8", n_actions=6, atari=True, frames_per_step=4,
                      reward_threshold=None)

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from a3c.lib.envs import describe_env
 
 import a3c.cli
 from a3c.algos import get_algorithm
@@ -23,7 +24,6 @@ from a3c.algos.a3c.settings import (
 from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.settings import CORES, ConfigError
 from a3c.transport.pool import messages_per_worker, queue_capacity
-from lib.envs import describe_env
 
 BAD_INPUTS = [
     (["--env", "CartPole-v1"], "-n/--name"),

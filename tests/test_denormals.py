@@ -7,6 +7,8 @@ import threading
 import numpy as np
 import pytest
 import torch
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import describe_env
 from torch import nn
 
 from a3c.algos import get_algorithm
@@ -16,8 +18,6 @@ from a3c.lifecycle.run import share_net
 from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe
 from benchmarks.report import _denormals_section
-from lib.denormals import flush_denormals
-from lib.envs import describe_env
 from tests.helpers import receive, toy_config, toy_pool
 from tests.toy_envs import FloatModeEnv
 

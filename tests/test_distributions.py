@@ -9,16 +9,16 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from a3c.lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import build_net
+from a3c.lib.user_envs import register_env
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
 from a3c.algos.a3c.loss import a2c_loss
 from a3c.algos.payloads import Transitions
-from lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
-from lib.envs import describe_env
-from lib.experience import TransitionBatch
-from lib.models import build_net
-from lib.user_envs import register_env
 
 GAUSSIAN = DiagGaussian(2, low=(-1.0, -2.0), high=(1.0, 2.0))
 # means (0, 1), log-stds (0, ln 2): sigma 1 and 2
@@ -128,7 +128,7 @@ def test_a_row_of_a_many_dimensional_action_counts_as_one_step_and_a_joint_row_a
 @pytest.mark.parametrize("algo", ["ppo", "a3c"])
 def test_box_actions_and_running_statistics_train_save_and_act(tmp_path, algo):
     """Box actions through save, restore and compute_action; the learner keeps the net's
-    observation statistics (lib.normalize) and the checkpoint carries them into the policy."""
+    observation statistics (a3c.lib.normalize) and the checkpoint carries them into the policy."""
     # serial: the subject is the algorithm (test_mujoco_envs_run_with_the_box_preset crosses processes)
     with Trainer(env="Pendulum-v1", algo=algo, normalize_observations=True, scale_rewards=True,
                  logdir=str(tmp_path), processes=2, envs_per_process=4, backend="serial") as trainer:

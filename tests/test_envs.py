@@ -2,9 +2,8 @@
 import gymnasium as gym
 import numpy as np
 import pytest
-
-from lib.envs import describe_env, make_env, make_vector_env
-from lib.experience import NStepAccumulator
+from a3c.lib.envs import describe_env, make_env, make_vector_env
+from a3c.lib.experience import NStepAccumulator
 
 PONG = "PongNoFrameskip-v4"
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from a3c.lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
+from a3c.lib.memory_task import ENV_ID
 from gymnasium.vector import SyncVectorEnv
 
 from a3c import Trainer, register_env
 from a3c.config import make_config
 from a3c.play import load_policy, play
-from lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
-from lib.memory_task import ENV_ID
 from tests import toy_envs  # registers the image envs
 
 BLANK, ANSWER = [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]
@@ -108,7 +108,7 @@ def test_a_stacked_env_is_described_from_one_env():
 
 
 def test_a_net_without_memory_solves_the_memory_task_from_nine_stacked_observations(tmp_path):
-    """The cue is 8 steps before the answer: 9 observations hold both (lib.memory_task)."""
+    """The cue is 8 steps before the answer: 9 observations hold both (a3c.lib.memory_task)."""
     with Trainer(env=ENV_ID, algo="ppo", frame_stack=9, logdir=str(tmp_path), max_seconds=120, seed=0,
                  backend="serial") as trainer:
         while not (result := trainer.train())["done"]:

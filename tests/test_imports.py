@@ -9,7 +9,9 @@ PACKAGES = ("a3c", "lib")
 
 
 def module_name(path: Path) -> str:
+    """The name a module is imported as: lib/ is the package a3c.lib."""
     parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = ("a3c", *parts) if parts[0] == "lib" else parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

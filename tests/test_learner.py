@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from a3c.lib.models import MlpA2C
 
 from a3c.algos.a3c.acting import GradientSender
 from a3c.algos.a3c.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
@@ -19,7 +20,6 @@ from a3c.algos.a3c.loss import LossSettings
 from a3c.algos.payloads import Gradients, Transitions
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
 from a3c.schedules import parse_lr_schedule, scheduled
-from lib.models import MlpA2C
 from tests.helpers import toy_config
 from tests.test_batch import make_batch
 

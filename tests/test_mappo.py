@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from a3c.lib.envs import describe_env
+from a3c.lib.models import CentralCriticMlp
+from a3c.lib.multiagent import AgentSlots
 
 from a3c import ConfigError, Trainer
 from a3c.play import play
-from lib.envs import describe_env
-from lib.models import CentralCriticMlp
-from lib.multiagent import AgentSlots
 
 
 def test_slot_rows_lead_with_every_agents_observation():

@@ -1,9 +1,8 @@
 """The nets' input handling and the children's action sampling."""
 import pytest
 import torch
-
-from lib.distributions import CATEGORICAL
-from lib.models import (
+from a3c.lib.distributions import CATEGORICAL
+from a3c.lib.models import (
     SCALING_CHUNK,
     AtariA2C,
     MlpA2C,

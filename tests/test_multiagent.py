@@ -8,6 +8,19 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from a3c.lib.envs import EnvError, describe_env, make_env
+from a3c.lib.experience import NStepAccumulator, TransitionBatch
+from a3c.lib.multiagent import (
+    TWO_STEP_GAME,
+    AgentSlots,
+    JointEnv,
+    MultiAgentEnvError,
+    TwoStepGame,
+    joint_transitions,
+)
+from a3c.lib.policies import PolicyMap, PolicyMappingError, parse_policy_mapping
+from a3c.lib.replay import ReplayBuffer
+from a3c.lib.trackers import RewardTracker
 from torch import nn
 
 from a3c.algos.maddpg.learner import MADDPGUpdate
@@ -16,19 +29,6 @@ from a3c.algos.maddpg.nets import MADDPGNet
 from a3c.config import ConfigError
 from a3c.lifecycle.trainer import Trainer
 from a3c.play import PlayError, play
-from lib.envs import EnvError, describe_env, make_env
-from lib.experience import NStepAccumulator, TransitionBatch
-from lib.multiagent import (
-    TWO_STEP_GAME,
-    AgentSlots,
-    JointEnv,
-    MultiAgentEnvError,
-    TwoStepGame,
-    joint_transitions,
-)
-from lib.policies import PolicyMap, PolicyMappingError, parse_policy_mapping
-from lib.replay import ReplayBuffer
-from lib.trackers import RewardTracker
 
 EARLY = "tests.parallel_envs.early_finish"
 

@@ -1,11 +1,11 @@
 """Playing checkpoints: returns printed per episode, videos recorded, bad files refused."""
 import pytest
 import torch
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 
 import a3c.play
 from a3c.lifecycle.checkpoint import save_checkpoint
-from lib.envs import describe_env
-from lib.models import build_net
 
 
 def policy_checkpoint(tmp_path, env_id, model_env_id=None, name="policy.pt"):

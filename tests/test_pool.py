@@ -9,16 +9,16 @@ import psutil
 import pytest
 import torch
 import torch.multiprocessing as mp
+from a3c.lib.columns import Column, Payload
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import EpisodeResult
+from a3c.lib.models import build_net
 
 import a3c.cli
 from a3c.algos.payloads import Gradients, Transitions
 from a3c.transport.channel import slots_bytes
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied
-from lib.columns import Column, Payload
-from lib.envs import describe_env
-from lib.experience import EpisodeResult
-from lib.models import build_net
 from tests.helpers import alive, pids, receive, toy_config, toy_pool
 
 pytestmark = pytest.mark.timeout(120)

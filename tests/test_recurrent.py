@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from a3c.lib.envs import EnvRecipe, describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.memory_task import ENV_ID
+from a3c.lib.models import build_net
+from a3c.lib.recurrent import SequenceBuffer, sequences, unroll, with_streams
 
 from a3c import Trainer
 from a3c.actor import VectorActor
 from a3c.config import ConfigError, make_config
 from a3c.play import play
-from lib.envs import EnvRecipe, describe_env
-from lib.experience import TransitionBatch
-from lib.memory_task import ENV_ID
-from lib.models import build_net
-from lib.recurrent import SequenceBuffer, sequences, unroll, with_streams
 
 
 def small_net(env_id: str = ENV_ID) -> torch.nn.Module:
@@ -123,7 +123,7 @@ def test_lstm_is_refused_in_one_line_where_it_cannot_run():
 
 
 def test_ppo_with_lstm_solves_the_memory_task_and_plays_and_acts_with_its_state(tmp_path):
-    """Only a policy that remembers the cue scores above 0 on average (lib.memory_task)."""
+    """Only a policy that remembers the cue scores above 0 on average (a3c.lib.memory_task)."""
     # serial: the subject is the algorithm (the A3C test below runs the LSTM on processes)
     with Trainer(env=ENV_ID, algo="ppo", lstm=True, logdir=str(tmp_path), max_seconds=120, seed=1,
                  backend="serial") as trainer:

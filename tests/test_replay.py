@@ -3,10 +3,9 @@ importance weights by hand, priority updates, the ring's wrap-around, and Atari 
 stored once giving back the env's stacked observations."""
 import numpy as np
 import pytest
-
-from lib.envs import describe_env, make_vector_env
-from lib.experience import NStepAccumulator, TransitionBatch
-from lib.replay import FrameStore, ReplayBuffer, SumTree, replay_bytes
+from a3c.lib.envs import describe_env, make_vector_env
+from a3c.lib.experience import NStepAccumulator, TransitionBatch
+from a3c.lib.replay import FrameStore, ReplayBuffer, SumTree, replay_bytes
 
 
 def test_sum_tree_keeps_exact_sums_and_finds_prefix_intervals():
@@ -235,9 +234,9 @@ def test_replay_memory_is_planned_at_about_one_frame_a_transition_for_atari():
 
 
 def test_frames_with_the_same_hash_are_told_apart_by_their_bytes(monkeypatch):
-    import lib.replay
+    import a3c.lib.replay
 
-    monkeypatch.setattr(lib.replay, "hash", lambda data: 7, raising=False)  # every frame collides
+    monkeypatch.setattr(a3c.lib.replay, "hash", lambda data: 7, raising=False)  # every frame collides
     batches = pong_transitions(20)
     info = describe_env("PongNoFrameskip-v4")
     buffer = ReplayBuffer(200, info.observation_shape, info.observation_dtype, frame_stack=4)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from a3c.lib.envs import describe_env
 
 import a3c.lifecycle.loop
 from a3c import Trainer
@@ -11,7 +12,6 @@ from a3c.algos import get_algorithm
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.lifecycle.rollback import BestState, policy_locked
 from a3c.lifecycle.run import make_run_dir, share_net, start_run
-from lib.envs import describe_env
 from tests.helpers import scalars, toy_config
 
 LN2 = math.log(2)
@@ -61,7 +61,7 @@ def test_without_a_goal_the_climb_is_measured_in_the_worst_windows_spread_and_si
 
 
 def test_the_worst_windows_spread_is_kept_with_the_worst_mean():
-    from lib.trackers import RewardTracker
+    from a3c.lib.trackers import RewardTracker
 
     class Quiet:
         def add_scalar(self, *args):

@@ -1,6 +1,6 @@
 """The reward window: a run is solved by a full window of 100 episodes whose mean reaches
 the goal, never by fewer episodes however good."""
-from lib.trackers import MEAN_WINDOW, RewardTracker
+from a3c.lib.trackers import MEAN_WINDOW, RewardTracker
 
 
 class Scalars:

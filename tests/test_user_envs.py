@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from a3c.lib.envs import make_env
+from a3c.lib.user_envs import install_creators, is_user_env, shipped_creators
 from gymnasium.spaces import Box
 
 from a3c import ConfigError, EnvContext, Trainer, register_env
 from a3c.config import parse_config
-from lib.envs import make_env
-from lib.user_envs import install_creators, is_user_env, shipped_creators
 from tests.toy_envs import StepsEnv
 
 
@@ -32,7 +32,7 @@ def test_a_module_that_registers_its_env_names_it_as_module_colon_name():
 def test_shipped_creators_work_where_they_were_never_registered():
     register_env("steps-shipped", lambda config: StepsEnv(config.get("length", 4)))
     shipped = shipped_creators()
-    from lib import user_envs
+    from a3c.lib import user_envs
 
     user_envs._CREATORS.pop("steps-shipped")
     assert not is_user_env("steps-shipped")

@@ -13,8 +13,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
-
-from lib.user_envs import register_env
+from a3c.lib.user_envs import register_env
 
 
 class CountingEnv(gym.Env):

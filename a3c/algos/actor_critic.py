@@ -1,5 +1,5 @@
 """What the actor-critic algorithms (A3C, PPO) share: the settings of their loss weights and
-of the net, the checks of those, and the net itself (``lib.models``). Pure at import."""
+of the net, the checks of those, and the net itself (``a3c.lib.models``). Pure at import."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -14,12 +14,12 @@ if TYPE_CHECKING:
 
     from a3c.algos.payloads import TransitionPayload as Payload
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 HEADS = ("shared", "separate")
-"""The two ways ``lib.models.AtariA2C``'s heads read its conv body."""
+"""The two ways ``a3c.lib.models.AtariA2C``'s heads read its conv body."""
 CONVS = ("nature", "small")
-"""``lib.models.AtariA2C``'s two conv bodies."""
+"""``a3c.lib.models.AtariA2C``'s two conv bodies."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class ActorCriticPreset(Preset):
 
 
 class ActorCritic(Algorithm):
-    """An algorithm that trains ``lib.models``' actor-critic: a policy and a value head."""
+    """An algorithm that trains ``a3c.lib.models``' actor-critic: a policy and a value head."""
 
     net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False,
                                               "lstm": False, "lstm_cell_size": 256,
@@ -100,7 +100,7 @@ class ActorCritic(Algorithm):
         shape = super().saved_net_shape(saved)
         if not shape["lstm"]:
             del shape["lstm_cell_size"]
-        from lib.envs import is_atari
+        from a3c.lib.envs import is_atari
 
         if "env_id" in saved and is_atari(saved["env_id"]):
             del shape["mlp_hidden"], shape["log_std_init"]
@@ -120,15 +120,15 @@ class ActorCritic(Algorithm):
         """With a recurrent net each row also holds the state its env acted from: the column
         follows the net the workers act with, as the actor's rows do."""
         payload = super().payload(config, env_info, net)
-        from lib.recurrent import is_recurrent
+        from a3c.lib.recurrent import is_recurrent
 
         if not is_recurrent(net):
             return payload
-        from lib.columns import Column
+        from a3c.lib.columns import Column
 
         return payload.with_columns([Column("recurrent_states", "float32", (2, net.cell_size), large=True)])
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from lib.models import build_net
+        from a3c.lib.models import build_net
 
         return build_net(env_info, **self.saved_net_shape(settings))

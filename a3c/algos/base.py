@@ -5,7 +5,7 @@
   gives each env family (``family_defaults``) and which combinations it refuses (``check``);
   ``preflight`` asks the machine (memory, say) once, before any worker;
 - **acting** (in every worker, a child process or a Ray actor): its net, how the workers
-  choose actions, what they send as declared columns (``payload``, ``lib.columns``) and
+  choose actions, what they send as declared columns (``payload``, ``a3c.lib.columns``) and
   how (``acting_options``, ``make_sender``),
   and how ``play`` and ``compute_action`` pick an action;
 - **learning** (in the learner only): ``make_learner`` gives the object that turns the
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from torch import nn
 
     from a3c.config import Config
+    from a3c.lib.columns import Payload
+    from a3c.lib.envs import EnvInfo
+    from a3c.lib.experience import TransitionBatch
     from a3c.lifecycle.reporter import Reporter
-    from lib.columns import Payload
-    from lib.envs import EnvInfo
-    from lib.experience import TransitionBatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,10 +143,10 @@ class Algorithm:
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """The net from a run's settings (a Config's fields, or a checkpoint's ``config``):
         ``build_policy_net``'s, or on a multi-agent env one of those per policy behind a
-        ``lib.policies.PolicyMap`` (``--policies``)."""
+        ``a3c.lib.policies.PolicyMap`` (``--policies``)."""
         if not env_info.agents:
             return self.build_policy_net(env_info, settings)
-        from lib.policies import PER_AGENT, PolicyMap, parse_policy_mapping
+        from a3c.lib.policies import PER_AGENT, PolicyMap, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
         nets = {name: self.build_policy_net(env_info, settings) for name in dict.fromkeys(agent_policies)}
@@ -193,7 +193,7 @@ class Algorithm:
 
     def play_actions(self, head: torch.Tensor, greedy: bool, distribution: Any) -> torch.Tensor:
         """The actions ``play`` and ``compute_action`` take given the net's policy head and the
-        ``lib.distributions`` distribution it parametrises: its mode or a sample."""
+        ``a3c.lib.distributions`` distribution it parametrises: its mode or a sample."""
         return distribution.greedy(head) if greedy else distribution.sample(head)
 
     # learning

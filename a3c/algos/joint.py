@@ -14,8 +14,8 @@ from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
     from a3c.config import Config
-    from lib.envs import EnvInfo
-    from lib.replay import ReplayBuffer
+    from a3c.lib.envs import EnvInfo
+    from a3c.lib.replay import ReplayBuffer
 
 
 def require_agents(algo: str, config: Config, env_info: EnvInfo) -> None:
@@ -55,7 +55,7 @@ class JointReplayLearner(UniformReplayLearner):
     """The learner side: a uniform replay buffer of joint rows."""
 
     def replay_buffer(self) -> ReplayBuffer:
-        from lib.replay import ReplayBuffer
+        from a3c.lib.replay import ReplayBuffer
 
         agents = len(self.env_info.agents)
         return ReplayBuffer(self.config.replay_size, (agents, *self.env_info.observation_shape),

@@ -1,4 +1,4 @@
-"""The two payloads the algorithms here send, as ``lib.columns`` declarations, and the
+"""The two payloads the algorithms here send, as ``a3c.lib.columns`` declarations, and the
 messages the learner gets from them: transitions (a row each, every algorithm's data mode)
 and a flat gradient (A3C's grads mode)."""
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lib.columns import Column, Payload
-from lib.experience import TransitionBatch
+from a3c.lib.columns import Column, Payload
+from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
     from a3c.algos.a3c.gradients import LossStats
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 @dataclass

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
     from a3c.algos.payloads import Transitions
     from a3c.config import Config
+    from a3c.lib.envs import EnvInfo
+    from a3c.lib.experience import TransitionBatch
+    from a3c.lib.replay import ReplayBuffer
     from a3c.lifecycle.reporter import Reporter
-    from lib.envs import EnvInfo
-    from lib.experience import TransitionBatch
-    from lib.replay import ReplayBuffer
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class UniformReplayLearner:
 
     def replay_buffer(self) -> ReplayBuffer:
         """One agent's rows with its own actions (SAC's, TD3's Box actions)."""
-        from lib.replay import ReplayBuffer
+        from a3c.lib.replay import ReplayBuffer
 
         info = self.env_info
         return ReplayBuffer(self.config.replay_size, info.observation_shape, info.observation_dtype,

@@ -2,7 +2,7 @@
 
 Subclass ``Callback`` and override what you need. In the workers (each gets its own copy,
 pickled by value): ``on_episode_start``, ``on_episode_step`` and ``on_episode_end``, with
-keyword arguments (``episode``: a ``lib.episodes.Episode`` with ``user_data``,
+keyword arguments (``episode``: a ``a3c.lib.episodes.Episode`` with ``user_data``,
 ``custom_metrics``, ``hist_data``, ``last_observation``, ``length``, ``total_reward``;
 ``env``, ``env_index``, ``worker_index``; take ``**kwargs`` for the rest). What
 ``on_episode_end`` puts in ``episode.custom_metrics`` reaches the result (``NAME_mean``,
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.experience import EpisodeResult
+from a3c.lib.experience import EpisodeResult
 
 if TYPE_CHECKING:
+    from a3c.lib.episodes import Episode
     from a3c.lifecycle.trainer import Trainer
-    from lib.episodes import Episode
 
 
 CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from lib.trackers import ScalarWriter
+from a3c.lib.trackers import ScalarWriter
 
 PROGRESS_FILE = "progress.jsonl"
 

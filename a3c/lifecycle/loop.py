@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from a3c.lib.trackers import MeanTracker, ProgressReporter
 from a3c.lifecycle.callbacks import Callback
 from a3c.lifecycle.load import PROGRESS_FILE, LoadMeter
 from a3c.lifecycle.reporter import Reporter
@@ -16,7 +17,6 @@ from a3c.lifecycle.rollback import policy_locked
 from a3c.lifecycle.run import Run
 from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.trackers import MeanTracker, ProgressReporter
 
 if TYPE_CHECKING:
     from a3c.lifecycle.trainer import Trainer

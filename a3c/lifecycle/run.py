@@ -16,6 +16,10 @@ from tensorboardX import SummaryWriter
 from a3c.algos.base import Algorithm, AlgorithmLearner, net_settings
 from a3c.config import Config, ConfigError
 from a3c.learner import new_version_counter
+from a3c.lib.allocator import keep_freed_memory
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import EnvInfo
+from a3c.lib.trackers import RewardTracker
 from a3c.lifecycle.checkpoint import (
     CheckpointError,
     check_matches,
@@ -23,10 +27,6 @@ from a3c.lifecycle.checkpoint import (
     save_checkpoint,
 )
 from a3c.lifecycle.rollback import BestState
-from lib.allocator import keep_freed_memory
-from lib.denormals import flush_denormals
-from lib.envs import EnvInfo
-from lib.trackers import RewardTracker
 
 EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0, "stop_criterion": 0,
               "interrupted": 130, "terminated": 143}

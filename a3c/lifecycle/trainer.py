@@ -30,6 +30,12 @@ import torch
 from a3c.algos import get_algorithm
 from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
 from a3c.learner import NonFiniteLoss
+from a3c.lib.envs import EnvInfo
+from a3c.lib.episodes import CallbackError
+from a3c.lib.multiagent import agent_rows, env_agents, is_multiagent
+from a3c.lib.observations import STRUCTURED, flattened
+from a3c.lib.policies import PolicyMappingError, mapping_setting
+from a3c.lib.recurrent import is_recurrent
 from a3c.lifecycle.callbacks import Callback, child_callbacks, load_callbacks
 from a3c.lifecycle.checkpoint import saved_algorithm
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
@@ -40,12 +46,6 @@ from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
 from a3c.transport.pool import WorkerDied, WorkerPool
-from lib.envs import EnvInfo
-from lib.episodes import CallbackError
-from lib.multiagent import agent_rows, env_agents, is_multiagent
-from lib.observations import STRUCTURED, flattened
-from lib.policies import PolicyMappingError, mapping_setting
-from lib.recurrent import is_recurrent
 
 
 class RunEnded(RuntimeError):
@@ -229,7 +229,7 @@ class Trainer:
         multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
         action per agent for the joint observation that ``play`` steps. With ``lstm``: the
         action and the next state, ``state`` being the last call's (None: an episode's start).
-        With ``frame_stack``: the stacked observation, as ``lib.envs.make_env(env,
+        With ``frame_stack``: the stacked observation, as ``a3c.lib.envs.make_env(env,
         frame_stack=N)`` gives it (a stacked image also as an image, its frames as channels)."""
         if agent is not None:
             return self.compute_actions({agent: observation}, greedy)[agent]
@@ -436,7 +436,7 @@ def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any
     if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box) and not flat_already):
         return
     if np.size(observation) != np.prod(env_info.observation_shape):
-        stacked = (f": its last {frame_stack} stacked, as lib.envs.make_env(..., frame_stack={frame_stack}) "
+        stacked = (f": its last {frame_stack} stacked, as a3c.lib.envs.make_env(..., frame_stack={frame_stack}) "
                    "gives them" if frame_stack > 1 else "")
         raise ValueError(f"{env_info.env_id}'s net takes observations of shape {env_info.observation_shape}"
                          f"{stacked}; got shape {np.shape(observation)}")

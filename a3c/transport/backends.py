@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
+    from a3c.lib.envs import EnvInfo
     from a3c.transport.pool import WorkerPool
-    from lib.envs import EnvInfo
 
 
 def make_pool(algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,

@@ -1,6 +1,6 @@
 """One child's way to the learner: small records through the shared bounded queue, and
 the large columns its algorithm declared (observation rows, a flat gradient) through
-preallocated shared-memory slots. It knows the columns only as the ``lib.columns.Payload``
+preallocated shared-memory slots. It knows the columns only as the ``a3c.lib.columns.Payload``
 declares them.
 
 Why slots (TorchBeast's idea): a Pong micro-batch holds ~0.2 MB of frames. Pickled through
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from a3c.lib.columns import Payload
 from a3c.transport.messages import SlotRows
-from lib.columns import Payload
 
 POLL_SECONDS = 0.1
 

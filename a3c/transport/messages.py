@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from lib.experience import EpisodeResult
+from a3c.lib.experience import EpisodeResult
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
-from lib.user_envs import shipped_creators
+from a3c.lib.user_envs import shipped_creators
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class WorkerDied(RuntimeError):

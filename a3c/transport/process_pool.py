@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 LIVENESS_CHECK_SECONDS = 0.5
 

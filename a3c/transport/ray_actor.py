@@ -15,17 +15,17 @@ import numpy as np
 import torch
 
 from a3c.algos.base import net_settings
+from a3c.lib.columns import concatenate_columns
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.experience import EpisodeResult
+from a3c.lib.user_envs import install_creators
 from a3c.transport.pool import messages_per_worker
 from a3c.transport.worker import make_vector_actor
-from lib.columns import concatenate_columns
-from lib.denormals import flush_denormals
-from lib.experience import EpisodeResult
-from lib.user_envs import install_creators
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 BLOCKS_IN_FLIGHT = 2

@@ -80,7 +80,7 @@ def disconnect(started_here: bool) -> None:
 def code_fingerprint() -> str:
     """A hash of the sources of the ``a3c`` and ``lib`` packages as this process imports them."""
     import a3c
-    import lib
+    from a3c import lib
 
     digest = hashlib.sha256()
     for package in (a3c, lib):

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 CLOSE_SECONDS = 5.0
 PENDING_SECONDS = 10.0

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
+from a3c.lib.episodes import CallbackError
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.worker import make_vector_actor
-from lib.episodes import CallbackError
 
 if TYPE_CHECKING:
     import torch
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from a3c.actor import VectorActor
     from a3c.algos.base import Algorithm, Sender
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 def crossed(message: Any) -> Any:

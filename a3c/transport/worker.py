@@ -14,14 +14,14 @@ import torch
 from torch import nn
 
 from a3c.actor import VectorActor
+from a3c.lib.allocator import keep_freed_memory
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import run_frames_per_step
+from a3c.lib.episodes import CallbackError
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.user_envs import install_creators
 from a3c.transport.channel import ChildChannel
 from a3c.transport.messages import EpisodeEnded, WorkerCrashed
-from lib.allocator import keep_freed_memory
-from lib.denormals import flush_denormals
-from lib.envs import run_frames_per_step
-from lib.episodes import CallbackError
-from lib.experience import TransitionBatch
-from lib.user_envs import install_creators
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm, Outbox

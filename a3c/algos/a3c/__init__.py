@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
     from a3c.algos.a3c.learner import A3CLearner
     from a3c.config import Config
-    from lib.columns import Payload
-    from lib.envs import EnvInfo
+    from a3c.lib.columns import Payload
+    from a3c.lib.envs import EnvInfo
 
 
 class A3C(ActorCritic):

@@ -15,8 +15,8 @@ from a3c.algos.a3c.loss import LossSettings
 from a3c.algos.a3c.settings import importance_weighted
 from a3c.algos.base import Outbox
 from a3c.algos.payloads import GradientItem
-from lib.experience import TransitionBatch
-from lib.recurrent import transition_buffer
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.recurrent import transition_buffer
 
 if TYPE_CHECKING:
     from a3c.config import Config

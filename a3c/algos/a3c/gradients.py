@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 from a3c.algos.a3c.loss import LossSettings, LossTerms, a2c_loss
-from lib.distributions import policy_distribution
-from lib.experience import TransitionBatch
-from lib.models import forward
-from lib.recurrent import is_recurrent, sequences, streams_of, unroll
+from a3c.lib.distributions import policy_distribution
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import forward
+from a3c.lib.recurrent import is_recurrent, sequences, streams_of, unroll
 
 
 @dataclass
@@ -61,7 +61,7 @@ class LossStats:
 def batch_loss(net: nn.Module, transitions: TransitionBatch, settings: LossSettings,
                device: torch.device | str) -> tuple[LossTerms, LossStats]:
     """Forward pass and loss terms on ``transitions`` (nothing is backpropagated yet), a
-    recurrent net's over sequences of ``settings.seq_len`` (``lib.recurrent``); with
+    recurrent net's over sequences of ``settings.seq_len`` (``a3c.lib.recurrent``); with
     ``settings.rho_bar`` the rows' ``log_probs`` weigh the policy term (``a2c_loss``), where
     they carry them (rows made by hand without them weigh 1)."""
     lengths = None

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lib.advantages import standardized
-from lib.distributions import CATEGORICAL, Distribution
+from a3c.lib.advantages import standardized
+from a3c.lib.distributions import CATEGORICAL, Distribution
 
 
 def value_loss(values: torch.Tensor, reference_values: torch.Tensor) -> torch.Tensor:
@@ -63,7 +63,7 @@ class LossSettings:
     """Weigh each row's policy-gradient term by ``min(rho_bar, pi/mu)`` (rows must carry the
     acting policy's log-probabilities); None: every row weighs 1, as on-policy A2C does."""
     seq_len: int = 20
-    """A recurrent net's sequences: the most steps backpropagated through (``lib.recurrent``)."""
+    """A recurrent net's sequences: the most steps backpropagated through (``a3c.lib.recurrent``)."""
 
 
 @dataclass

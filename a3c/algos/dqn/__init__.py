@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.dqn.learner import DQNLearner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class DQN(Algorithm):
@@ -51,7 +51,7 @@ class DQN(Algorithm):
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         """The replay buffer must fit in the memory free now."""
-        from lib.replay import replay_bytes
+        from a3c.lib.replay import replay_bytes
 
         needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
                               env_info.frame_stack)

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from a3c.algos.dqn.exploration import actor_epsilons, epsilon_greedy
+from a3c.lib.envs import run_frames_per_step
 from a3c.schedules import EpsilonSchedule, epsilon_at, parse_epsilon_schedule
-from lib.envs import run_frames_per_step
 
 if TYPE_CHECKING:
     from a3c.config import Config

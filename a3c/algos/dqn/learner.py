@@ -18,18 +18,18 @@ from a3c.algos.dqn.acting import env_epsilons
 from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
 from a3c.algos.replay import ReplayFigures, ReplaySteps
 from a3c.learner import clip_and_step, follow, frozen_copy, make_adam, new_version_counter
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import forward
+from a3c.lib.replay import ReplayBuffer
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
-from lib.experience import TransitionBatch
-from lib.models import forward
-from lib.replay import ReplayBuffer
 
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
 
     from a3c.algos.payloads import Transitions
     from a3c.config import Config
+    from a3c.lib.envs import EnvInfo
     from a3c.lifecycle.reporter import Reporter
-    from lib.envs import EnvInfo
 
 
 @dataclass

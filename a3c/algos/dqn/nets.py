@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.envs import EnvInfo
-from lib.models import (
+from a3c.lib.envs import EnvInfo
+from a3c.lib.models import (
     ObservationEncoder,
     conv_body,
     init_relu_layers,

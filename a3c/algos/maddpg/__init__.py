@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.maddpg.learner import MADDPGLearner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class MADDPG(JointRowsAlgorithm):
@@ -35,7 +35,7 @@ class MADDPG(JointRowsAlgorithm):
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """Actors per ``--policies`` and a critic per agent, in one module."""
         from a3c.algos.maddpg.nets import MADDPGNet
-        from lib.policies import PER_AGENT, parse_policy_mapping
+        from a3c.lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
         return MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies)

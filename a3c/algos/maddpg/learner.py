@@ -22,12 +22,12 @@ from a3c.algos.maddpg.loss import (
 from a3c.algos.maddpg.nets import MADDPGNet
 from a3c.algos.replay import ActorCriticFigures
 from a3c.learner import follow, frozen_copy, step_parts
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
 
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 class MADDPGUpdate:
     """The nets' optimizer step on one joint batch: Adam over actors and critics (one

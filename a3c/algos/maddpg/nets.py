@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from lib.models import mlp
-from lib.policies import PolicyMap
+from a3c.lib.models import mlp
+from a3c.lib.policies import PolicyMap
 
 HIDDEN = 64
 """Units of each of the two hidden layers of actors and critics (the paper's)."""
@@ -20,7 +20,7 @@ HIDDEN = 64
 
 class Actor(nn.Module):
     """An agent's policy: logits from its own observation. Returns (logits, zeros) so that it
-    acts like the actor-critic nets (``lib.models.evaluate``)."""
+    acts like the actor-critic nets (``a3c.lib.models.evaluate``)."""
 
     def __init__(self, observation_size: int, n_actions: int):
         super().__init__()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.ppo.learner import PPOLearner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class PPO(ActorCritic):

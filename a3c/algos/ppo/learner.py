@@ -17,12 +17,12 @@ from torch import nn
 
 from a3c.algos.ppo.loss import PPOLossSettings, ppo_loss
 from a3c.learner import clip_and_step, decayed, make_adam, set_lr
-from lib.advantages import continues, gae, next_values, sequence_order, vtrace
-from lib.distributions import policy_distribution
-from lib.experience import TransitionBatch
-from lib.models import evaluate, forward
-from lib.normalize import observe
-from lib.recurrent import is_recurrent, sequences, streams_of, unroll, with_streams
+from a3c.lib.advantages import continues, gae, next_values, sequence_order, vtrace
+from a3c.lib.distributions import policy_distribution
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import evaluate, forward
+from a3c.lib.normalize import observe
+from a3c.lib.recurrent import is_recurrent, sequences, streams_of, unroll, with_streams
 
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter
@@ -75,7 +75,7 @@ class Rollout:
 @dataclass
 class RecurrentRows:
     """What a recurrent net reruns a rollout's rows with: the rows lie in runs of
-    ``lengths`` (``lib.recurrent.sequences``), each from its first row's stored state."""
+    ``lengths`` (``a3c.lib.recurrent.sequences``), each from its first row's stored state."""
 
     stored_states: torch.Tensor
     starts: np.ndarray
@@ -99,7 +99,7 @@ class RecurrentRows:
 
 def in_sequence_order(parts: list[tuple[int, TransitionBatch]]) -> tuple[TransitionBatch, np.ndarray]:
     """The parts' rows with each (worker, env)'s rows together in the order they came (its
-    stream, ``lib.recurrent.with_streams``), and whether each row's episode goes on in the next row."""
+    stream, ``a3c.lib.recurrent.with_streams``), and whether each row's episode goes on in the next row."""
     batch = TransitionBatch.concatenate([part for _, part in parts])
     workers = np.concatenate([np.full(len(part), worker) for worker, part in parts])
     order = sequence_order(workers, batch.env_ids)

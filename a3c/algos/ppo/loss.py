@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lib.advantages import standardized
-from lib.distributions import CATEGORICAL, Distribution
+from a3c.lib.advantages import standardized
+from a3c.lib.distributions import CATEGORICAL, Distribution
 
 
 def clipped_surrogate(log_probs: torch.Tensor, behaviour_log_probs: torch.Tensor, advantages: torch.Tensor,

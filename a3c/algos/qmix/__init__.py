@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.qmix.learner import QMIXLearner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class QMIX(JointRowsAlgorithm):
@@ -44,7 +44,7 @@ class QMIX(JointRowsAlgorithm):
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         from a3c.algos.dqn.acting import ScheduledEpsilonGreedy
-        from lib.envs import run_frames_per_step
+        from a3c.lib.envs import run_frames_per_step
 
         chooser = ScheduledEpsilonGreedy(parse_epsilon_schedule(config.epsilon_schedule),
                                          run_frames_per_step(config) // config.envs_per_process)

@@ -14,12 +14,12 @@ from a3c.algos.qmix.loss import qmix_targets, td_loss
 from a3c.algos.qmix.nets import QMIXNet
 from a3c.algos.replay import ReplayFigures
 from a3c.learner import clip_and_step, follow, frozen_copy
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
 
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """QMIX's nets: one agent Q-network shared by the agents (each observation ends with the
-agent's one-hot index, ``lib.multiagent``), and a mixing network that turns the agents'
+agent's one-hot index, ``a3c.lib.multiagent``), and a mixing network that turns the agents'
 chosen Q-values into the team's Q_tot, its weights made by hypernetworks from the global
 state and kept non-negative, so that Q_tot rises with every agent's Q (Rashid et al.'s
 monotonicity: each agent's greedy action is the team's).

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.sac.learner import SACLearner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class SAC(Algorithm):
@@ -54,7 +54,7 @@ class SAC(Algorithm):
             raise ConfigError(f"{algo} reads vector observations through MLPs; {config.env_id}'s hold images")
         if not env_info.bounded:
             raise ConfigError(f"{algo} squashes its actions into their bounds; {config.env_id}'s are unbounded")
-        from lib.replay import replay_bytes
+        from a3c.lib.replay import replay_bytes
 
         needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
                               action_bytes=4 * env_info.n_actions)

@@ -15,11 +15,11 @@ from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
 from a3c.algos.sac.loss import actor_loss, soft_targets, temperature_loss, twin_critic_loss
 from a3c.algos.sac.nets import SACNet, critic_values
 from a3c.learner import follow, frozen_copy, step_parts
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 @dataclass(kw_only=True)

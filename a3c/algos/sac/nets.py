@@ -1,5 +1,5 @@
 """Soft actor-critic's net (Haarnoja et al. 2018): a tanh-squashed Gaussian policy
-(``lib.distributions.SquashedGaussian``) with its log-stds clamped to ``LOG_STD_RANGE``, twin Q
+(``a3c.lib.distributions.SquashedGaussian``) with its log-stds clamped to ``LOG_STD_RANGE``, twin Q
 critics over observation and action, and the learned temperature. TD3 (``a3c.algos.td3``)
 builds on the same actor and twin critics with a deterministic actor.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.distributions import DiagGaussian, SquashedGaussian
-from lib.models import mlp
+from a3c.lib.distributions import DiagGaussian, SquashedGaussian
+from a3c.lib.models import mlp
 
 LOG_STD_RANGE = (-5.0, 2.0)
 """The log-stds the actor may give (CleanRL's and SB3's bounds): wider, and the squashed
@@ -24,7 +24,7 @@ class ActorAndTwinCritics(nn.Module):
     """An actor (observation to ``head_size`` values of ``distribution``'s policy head) and
     twin critics (observation and action to Q), separate MLPs: SAC's net and TD3's.
     ``forward`` gives (policy head, zeros), as the actor-critic nets act
-    (``lib.models.evaluate``): the critics serve the learner only."""
+    (``a3c.lib.models.evaluate``): the critics serve the learner only."""
 
     def __init__(self, observation_size: int, distribution: DiagGaussian, head_size: int, hidden: int = HIDDEN):
         super().__init__()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.td3.learner import TD3Learner
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class TD3(SAC):
@@ -36,7 +36,7 @@ class TD3(SAC):
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.algos.sac.nets import ActorAndTwinCritics
-        from lib.distributions import NoisyDeterministic
+        from a3c.lib.distributions import NoisyDeterministic
 
         distribution = NoisyDeterministic(env_info.n_actions, env_info.action_low, env_info.action_high,
                                           noise=settings["exploration_noise"])

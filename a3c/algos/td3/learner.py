@@ -16,11 +16,11 @@ from a3c.algos.sac.loss import soft_targets, twin_critic_loss
 from a3c.algos.sac.nets import ActorAndTwinCritics, critic_values
 from a3c.algos.td3.loss import deterministic_actor_loss
 from a3c.learner import follow, frozen_copy, step_parts
-from lib.experience import TransitionBatch
+from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
     from a3c.config import Config
-    from lib.envs import EnvInfo
+    from a3c.lib.envs import EnvInfo
 
 
 class TD3Update:
