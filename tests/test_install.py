@@ -3,6 +3,7 @@ but ``a3c`` at the top of site-packages, installed into a fresh venv where every
 imports and a short run trains."""
 import configparser
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -36,8 +37,13 @@ def test_setup_cfg_lists_every_package_folder():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("wheel")
+    source = folder / "source"  # a copy: a build writes build/ and egg-info beside the sources
+    for name in ("a3c", "lib"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(folder), str(ROOT)], check=True, capture_output=True, text=True)
+                    "--wheel-dir", str(folder), str(source)], check=True, capture_output=True, text=True)
     (built,) = folder.glob("a3c-*.whl")
     return built
 
