@@ -204,57 +204,66 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _help(setting: dataclasses.Field) -> str:
-    """The field's help and, for a family setting, each algorithm's values on this machine."""
+def _help(setting: dataclasses.Field, algo: str) -> str:
+    """The field's help and, for a family setting, ``algo``'s values on this machine."""
     text = setting.metadata["help"]
+    algorithm = get_algorithm(algo)
     if setting.name == "preset":
-        named = [f"{name} ({algorithm.name}: {line})" for algorithm in map(get_algorithm, algorithm_names())
-                 for name, line in algorithm.presets.items()]
+        named = [f"{name} ({line})" for name, line in algorithm.presets.items()]
         return f"{text}; named: {'; '.join(named)}" if named else text
     if setting.name not in OWNERS and setting.name not in PRESET_NAMES:
         return text  # a run setting's help says its default itself
-    owners = [get_algorithm(name) for name in OWNERS.get(setting.name, algorithm_names())]
-    notes = [(algorithm.name, algorithm.defaults_help(setting.name)) for algorithm in owners]
-    notes = [(name, note) for name, note in notes if note is not None]
-    if len(notes) == 1 and setting.name in OWNERS:
-        text += f"; default: {notes[0][1]}"
-    elif notes:
-        text += "; default: " + "; ".join(f"{name}: {note}" for name, note in notes)
-    return text
+    note = algorithm.defaults_help(setting.name)
+    return text if note is None else f"{text}; default: {note}"
+
+
+def algo_of(argv: Sequence[str] | None) -> str:
+    """The ``--algo`` a command line names (the default where it names none or an unknown
+    one, which the full parse then refuses)."""
+    named = argparse.ArgumentParser(add_help=False)
+    named.add_argument("--algo", default=BUILT_IN[0].name)
+    algo = named.parse_known_args(sys.argv[1:] if argv is None else argv)[0].algo
+    return algo if algo in algorithm_names() else BUILT_IN[0].name
 
 
 COMMAND = "run_a3c.py"
 """The train command's name in its usage and errors, unless the command says it was started as another."""
 
 
-def build_parser(prog: str = COMMAND) -> argparse.ArgumentParser:
+def build_parser(prog: str = COMMAND, algo: str = BUILT_IN[0].name) -> argparse.ArgumentParser:
     """Every setting of ``Config`` as a flag; family settings default to None (their
-    algorithm's value for the env's family)."""
-    algorithms = "; ".join(f"{name}: {get_algorithm(name).summary}" for name in algorithm_names())
+    algorithm's value for the env's family). ``--help`` shows the run's settings and
+    ``algo``'s; the other algorithms' flags are parsed but not shown, so that one given to
+    the wrong algorithm is refused in one line (``make_config``)."""
+    algorithm = get_algorithm(algo)
     parser = _OneLineParser(
         prog=prog,
-        description=f"Train an agent with asynchronous actors and one learner. --algo {algorithms}. "
-                    "Unset hyperparameters come from the algorithm's values for the env's family.",
+        description=f"Train an agent with asynchronous actors and one learner. --algo {algo}: "
+                    f"{algorithm.summary}. Unset hyperparameters come from its values for the env's family. "
+                    f"The algorithms: {', '.join(algorithm_names())}; `{prog} --algo NAME --help` shows "
+                    "one's settings.",
         formatter_class=_DefaultsHelpFormatter,
     )
     run_group = parser.add_argument_group("the run")
     tuned_group = parser.add_argument_group(
         "hyperparameters", "unset, each takes the algorithm's value for the env family")
-    algorithm_groups = {owners: parser.add_argument_group(f"--algo {' and '.join(owners)}")
-                        for owners in sorted(set(OWNERS.values()), key=len, reverse=True)}
-    def place(setting: dataclasses.Field) -> int:  # the run's, the hyperparameters, each algorithm's
+    own_group = parser.add_argument_group(f"--algo {algo}")
+
+    def place(setting: dataclasses.Field) -> int:  # the run's, the hyperparameters, the algorithm's
         return 2 if setting.name in OWNERS else int(setting.name in PRESET_NAMES)
 
     for setting in sorted(SETTINGS, key=place):
+        shown = algo in OWNERS.get(setting.name, (algo,))
         if setting.name in OWNERS:
-            group = algorithm_groups[OWNERS[setting.name]]
+            group = own_group if shown else parser
         else:
             group = tuned_group if setting.name in PRESET_NAMES else run_group
         names = ([setting.metadata["short"]] if setting.metadata["short"] else []) + [flag(setting)]
         kind = value_type(setting)
         default = None if setting.metadata["family"] else setting.default
         choices = algorithm_names() if setting.name == "algo" else setting.metadata["choices"]
-        extra: dict[str, Any] = {"dest": keyword(setting), "default": default, "help": _help(setting)}
+        extra: dict[str, Any] = {"dest": keyword(setting), "default": default,
+                                 "help": _help(setting, algo) if shown else argparse.SUPPRESS}
         if kind is bool:
             family_or_on = setting.metadata["family"] or setting.default is True
             action = argparse.BooleanOptionalAction if family_or_on else "store_true"
@@ -425,7 +434,7 @@ def validate(config: Config, family: EnvFamily) -> None:
 
 def parse_config(argv: Sequence[str] | None = None, prog: str = COMMAND) -> Config:
     """Parse the command line and make the validated Config; ConfigError on bad input."""
-    return make_config(**vars(build_parser(prog).parse_args(argv)))
+    return make_config(**vars(build_parser(prog, algo_of(argv)).parse_args(argv)))
 
 
 def exit_on_config_error(error: ConfigError, prog: str = COMMAND) -> NoReturn:

@@ -21,7 +21,7 @@ from a3c.algos.a3c.settings import (
     small_preset,
     vector_preset,
 )
-from a3c.config import KEYWORDS, SETTINGS, build_parser, flag, make_config, parse_config
+from a3c.config import KEYWORDS, OWNERS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.settings import CORES, ConfigError
 from a3c.transport.pool import messages_per_worker, queue_capacity
 
@@ -268,6 +268,29 @@ def test_small_preset_is_nature84_on_the_small_net_and_is_a3cs_alone():
     assert cartpole.lr == VECTOR_PRESET.lr and cartpole.processes == VECTOR_PRESET.processes
     with pytest.raises(ConfigError, match="--preset of --algo dqn must be one of default, got 'small'"):
         make_config(algo="dqn", preset="small")
+
+
+@pytest.mark.parametrize("algo", ["sac", "dqn", "qmix"])
+def test_an_algorithms_help_shows_the_runs_settings_and_its_own_and_no_other_algorithms(capsys, algo):
+    with pytest.raises(SystemExit) as exited:
+        parse_config(["--algo", algo, "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    own = {flag(setting) for setting in SETTINGS if algo in OWNERS.get(setting.name, (algo,))}
+    others = {flag(setting) for setting in SETTINGS} - own
+    assert own and others
+    assert all(f" {option}" in text for option in own), sorted(o for o in own if f" {o}" not in text)
+    listed = {line.split()[0].rstrip(",") for line in text.splitlines() if line.startswith("  -")}
+    assert listed & others == set()
+    assert f"--algo {algo}:" in text and "--max-frames" in text  # its group, and the run's settings
+
+
+def test_help_alone_is_the_default_algorithms_and_names_every_algorithm(capsys):
+    with pytest.raises(SystemExit):
+        parse_config(["--help"])
+    text = capsys.readouterr().out
+    assert "--algo a3c:" in text and "--mode" in text and "--replay-size" not in text
+    assert "a3c, dqn, ppo, maddpg, qmix, mappo, sac, td3" in text
 
 
 def test_help_shows_no_default_of_none(capsys):
