@@ -15,6 +15,7 @@ from a3c.config import Config
 from a3c.lib.envs import EnvError, EnvInfo, registered_by_user
 from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
 from a3c.settings import ConfigError, available_memory
+from a3c.transport.backends import check_payload
 
 CHILD_MEMORY_FLOOR = 128 * 2**20
 """Less private memory than any child process was measured to take (its torch, its envs;
@@ -77,6 +78,7 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--logdir {config.logdir!r} cannot be written")
     if config.track and importlib.util.find_spec("wandb") is None:
         raise ConfigError("--track needs wandb: pip install 'a3c[wandb]'")
+    check_payload(algorithm, config, env_info)
     if config.backend == "ray":
         if importlib.util.find_spec("ray") is None:
             raise ConfigError("--backend ray needs Ray: pip install 'a3c[ray]'")

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from a3c.lib.envs import ATARI_FRAME_SKIP
-
 from benchmarks.solve import train_to_goal
 from benchmarks.steal import BUSY_WARNING
 

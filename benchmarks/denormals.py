@@ -11,12 +11,12 @@ import statistics
 import time
 
 import torch
-from a3c.lib.denormals import flush_denormals
-from a3c.lib.envs import describe_env
-from a3c.lib.models import build_net
 
 from a3c.algos.a3c.settings import ATARI_PRESET
 from a3c.learner import make_adam
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 
 DEAD_SHARE = 0.35
 """Share of each layer's units left dead: the Pong checkpoints at 150 and 200 s had 1.2-1.3

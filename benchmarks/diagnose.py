@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from a3c.lib.envs import describe_env, make_env
-from a3c.lib.models import forward
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.learner import relu_activity
+from a3c.lib.envs import describe_env, make_env
+from a3c.lib.models import forward
 from a3c.lifecycle.checkpoint import load_checkpoint, saved_algorithm
 
 

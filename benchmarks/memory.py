@@ -7,7 +7,6 @@ remembering the cue) and a feed-forward one should stay near 0 however long it t
 from __future__ import annotations
 
 from a3c.lib.memory_task import ENV_ID
-
 from benchmarks.solve import seeded_runs
 
 ALGORITHMS = ("a3c", "ppo")

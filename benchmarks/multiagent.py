@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from a3c.lib.multiagent import TWO_STEP_GAME, JointEnv
 
+from a3c.lib.multiagent import TWO_STEP_GAME, JointEnv
 from a3c.lifecycle.load import read_progress
 from benchmarks.solve import seeded_runs, train_to_goal
 

@@ -34,15 +34,15 @@ from multiprocessing.process import BaseProcess
 
 import numpy as np
 import torch
+
+from a3c.algos.a3c.learner import Learner
+from a3c.algos.a3c.loss import LossSettings
+from a3c.algos.a3c.settings import ATARI_PRESET
 from a3c.lib.allocator import keep_freed_memory
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import describe_env, make_vector_env
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.models import build_net, evaluate
-
-from a3c.algos.a3c.learner import Learner
-from a3c.algos.a3c.loss import LossSettings
-from a3c.algos.a3c.settings import ATARI_PRESET
 from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 
 

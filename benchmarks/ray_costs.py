@@ -14,12 +14,12 @@ import pickle
 import time
 
 import numpy as np
-from a3c.lib.envs import describe_env
-from a3c.lib.experience import TransitionBatch
-from a3c.lib.models import build_net
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import build_net
 from a3c.transport.ray_actor import Block, block_steps
 from benchmarks.probe import (
     env_stage,

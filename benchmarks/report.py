@@ -5,7 +5,6 @@ import statistics
 from pathlib import Path
 
 from a3c.lib.envs import ATARI_FRAME_SKIP
-
 from benchmarks.memory import memory_section
 from benchmarks.mujoco import mujoco_section
 

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-from a3c.lib.envs import ATARI_FRAME_SKIP
 
 from a3c.algos.a3c.settings import ATARI_PRESET, NATURE84_PRESET, SMALL_PRESET
+from a3c.lib.envs import ATARI_FRAME_SKIP
 from benchmarks.atari import GAMES as ATARI_GAMES
 from benchmarks.atari import PEERS as ATARI_PEERS
 from benchmarks.atari import atari_games, atari_report, kept_runs, merged, plot_atari

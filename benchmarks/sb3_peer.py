@@ -30,7 +30,6 @@ import time
 
 import numpy as np
 import torch
-from a3c.lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 from stable_baselines3 import A2C, DQN, PPO, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_atari_env
@@ -39,6 +38,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
+from a3c.lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
 from benchmarks.mujoco import ZOO_HALFCHEETAH_PPO, ZOO_HALFCHEETAH_PPO_STEPS
 
 

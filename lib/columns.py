@@ -3,16 +3,16 @@
 An algorithm declares its workers' payload: the columns (observations, actions of any
 space, behaviour log-probabilities, a recurrent state, a flat gradient, ...), the most rows
 one message holds, and how the object its sender hands over becomes columns and back
-(``encode``, ``decode``). The transports carry whatever is declared and read nothing else:
-large columns go through shared-memory slots on the process backend and every column
-through the object store on Ray. A message that does not match its declaration is an error
+(``encode``, ``decode``). The transports carry whatever is declared and read nothing else;
+each decides how from the columns' sizes (shared-memory slots for the large ones on the
+process backend, the object store on Ray). A message that does not match its declaration is an error
 in the worker that sent it, naming the column, before anything is written.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,13 +23,12 @@ class PayloadError(ValueError):
 
 @dataclass(frozen=True)
 class Column:
-    """One column: ``dtype`` and ``shape`` of one row; ``large`` columns (observations, a
-    gradient) travel in shared memory, the others beside them in the queue's record."""
+    """One column: ``dtype`` and ``shape`` of one row. How it travels is the transport's
+    choice, from its size."""
 
     name: str
     dtype: str
     shape: tuple[int, ...] = ()
-    large: bool = False
 
     @property
     def row_bytes(self) -> int:
@@ -49,6 +48,10 @@ class Payload:
     (``encode``), and how the learner's message is made from them (``decode``).
     """
 
+    may_wait: ClassVar[bool] = True
+    """A message may wait for others and travel with them (Ray's blocks of several vector
+    steps); False where each must reach the learner as soon as it is made."""
+
     def __init__(self, columns: Sequence[Column], max_rows: int):
         names = [column.name for column in columns]
         if len(set(names)) != len(names):
@@ -56,8 +59,6 @@ class Payload:
         self.columns = tuple(columns)
         self.max_rows = max_rows
         self.declared = {column.name: column for column in self.columns}
-        self.large = tuple(column for column in self.columns if column.large)
-        """The columns that travel in shared memory on the process backend."""
 
     def encode(self, item: Any) -> tuple[dict[str, np.ndarray], Any]:
         raise NotImplementedError

@@ -21,6 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+
 from a3c.lib.memory_task import register as register_memory_task
 from a3c.lib.multiagent import (
     AgentSlots,
@@ -43,7 +45,6 @@ from a3c.lib.observations import (
     unflattened_space,
 )
 from a3c.lib.user_envs import EnvContext, is_user_env
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4

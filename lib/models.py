@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import torch
+from torch import nn
+
 from a3c.lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
 from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from a3c.lib.normalize import ObservationNormalizer
 from a3c.lib.observations import ImagePart
 from a3c.lib.recurrent import RecurrentA2C
-from torch import nn
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden

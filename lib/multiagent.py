@@ -22,8 +22,9 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
-from a3c.lib.experience import EpisodeResult, TransitionBatch
 from gymnasium.vector import AutoresetMode, VectorEnv
+
+from a3c.lib.experience import EpisodeResult, TransitionBatch
 
 TWO_STEP_GAME = "TwoStepGame"
 

@@ -19,11 +19,12 @@ from collections import deque
 
 import numpy as np
 import torch
+from torch import nn
+
 from a3c.lib.batch import TransitionBuffer
 from a3c.lib.distributions import CATEGORICAL, Distribution
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.normalize import ObservationNormalizer
-from torch import nn
 
 STREAM_STRIDE = 1 << 20
 """Streams of different workers get ids this far apart: worker * STREAM_STRIDE + env index."""

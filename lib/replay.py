@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+
 from a3c.lib.experience import TransitionBatch
 
 

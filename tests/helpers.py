@@ -7,12 +7,12 @@ from pathlib import Path
 
 import psutil
 import torch
-from a3c.lib.envs import describe_env
-from a3c.lib.models import build_net
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from a3c.algos import get_algorithm
 from a3c.config import Config
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 from a3c.transport.process_pool import ProcessPool
 
 

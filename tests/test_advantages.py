@@ -2,6 +2,7 @@
 a truncation and the rollout's end inside it, computed by hand."""
 import numpy as np
 import pytest
+
 from a3c.lib.advantages import backward_sum, continues, gae, next_values, sequence_order, vtrace
 
 # arrival order: env 0 and env 1 of worker 0 take turns

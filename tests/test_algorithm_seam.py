@@ -12,8 +12,6 @@ from typing import Any
 
 import pytest
 import torch
-from a3c.lib.distributions import CATEGORICAL
-from a3c.lib.models import build_net, forward
 from torch import nn
 
 from a3c import ConfigError, ConsoleReporter, Trainer
@@ -21,6 +19,8 @@ from a3c.algos import algorithm_names, register
 from a3c.algos.a3c.loss import policy_loss
 from a3c.algos.base import Algorithm
 from a3c.learner import clip_and_step, make_adam
+from a3c.lib.distributions import CATEGORICAL
+from a3c.lib.models import build_net, forward
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.play import play
 from tests.conftest import ROOT

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+
 from a3c.lib.allocator import ON_GLIBC, keep_freed_memory
 
 # A fresh interpreter fills a 20 MB tensor, frees it and prints how many of its MiB are

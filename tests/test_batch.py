@@ -4,11 +4,11 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from a3c.lib.batch import TransitionBuffer
-from a3c.lib.experience import TransitionBatch
 from torch import nn
 
 from a3c.algos.a3c.gradients import unpack_batch
+from a3c.lib.batch import TransitionBuffer
+from a3c.lib.experience import TransitionBatch
 
 
 def make_batch(first_ids, dones=None, steps=None, rewards=None, obs_dtype=np.float32):

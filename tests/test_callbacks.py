@@ -9,10 +9,10 @@ import multiprocessing
 
 import numpy as np
 import pytest
-from a3c.lib.episodes import CallbackError
 
 from a3c import Callback, ConfigError, Trainer
 from a3c.config import parse_config
+from a3c.lib.episodes import CallbackError
 from tests.helpers import only_run_dir, scalars
 
 COUNTING = "tests.toy_envs:Counting-v0"  # 5 steps paying 1..5: a return of 15; the observation ends at t = 5

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
+
+from a3c.algos.payloads import TransitionPayload, transition_columns
 from a3c.lib.columns import Column, PayloadError
 from a3c.lib.envs import EnvInfo
 from a3c.lib.experience import TransitionBatch
-
-from a3c.algos.payloads import TransitionPayload, transition_columns
 from a3c.transport.channel import ChildChannel, allocate_slots
 from a3c.transport.messages import SlotRows
 
@@ -101,15 +101,19 @@ def test_a_batch_larger_than_a_slot_is_refused():
         channel.put_item(frames_batch(0, 3))
 
 
-def test_a_declared_large_column_travels_in_its_own_slot_and_a_small_one_in_the_record():
-    extra = [Column("hidden", "float32", (2, 3), large=True), Column("tag", "int32")]
+def test_a_column_of_4096_bytes_a_message_travels_in_its_own_slot_and_a_smaller_one_in_the_record():
+    """8 rows a message: 2 x 64 float32s a row make 4,096 bytes, a slot's; 127 float32s, 4,064 bytes,
+    and an int32 ride in the record."""
+    extra = [Column("hidden", "float32", (2, 64)), Column("tag", "int32"), Column("under", "float32", (127,))]
     channel = make_channel(extra=extra)
-    assert set(channel.slots) == {"states", "hidden"} and channel.slots["hidden"].shape == (2, 8, 2, 3)
+    assert set(channel.slots) == {"states", "hidden"} and channel.slots["hidden"].shape == (2, 8, 2, 64)
     sent = frames_batch(0, 3)
-    sent.extras = {"hidden": np.arange(18, dtype=np.float32).reshape(3, 2, 3), "tag": np.array([7, 8, 9], np.int32)}
+    sent.extras = {"hidden": np.arange(384, dtype=np.float32).reshape(3, 2, 64), "tag": np.array([7, 8, 9], np.int32),
+                   "under": np.ones((3, 127), np.float32)}
     assert channel.put_item(sent)
     message = channel.messages.get(timeout=5)
     assert "hidden" not in message.columns and message.columns["tag"].tolist() == [7, 8, 9]
+    assert message.columns["under"].shape == (3, 127)
     received = channel.take(message).batch
     assert np.array_equal(received.extras["hidden"], sent.extras["hidden"])
     assert received.extras["tag"].dtype == np.int32

@@ -6,7 +6,6 @@ import sys
 
 import pytest
 import torch
-from a3c.lib.envs import describe_env
 
 import a3c.cli
 from a3c.algos import get_algorithm
@@ -22,6 +21,7 @@ from a3c.algos.a3c.settings import (
     vector_preset,
 )
 from a3c.config import KEYWORDS, OWNERS, SETTINGS, build_parser, flag, make_config, parse_config
+from a3c.lib.envs import describe_env
 from a3c.settings import CORES, ConfigError
 from a3c.transport.pool import messages_per_worker, queue_capacity
 
@@ -90,7 +90,8 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "sac", "--exploration-noise", "0.2"],
      "--exploration-noise is a setting of --algo td3, not of --algo sac"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-call-timeout", "0"], "--ray-call-timeout"),
-    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"], "data mode"),
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"],
+     "--algo a3c's must each reach the learner as it is made"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],
      "--entropy-decay-frames is for data mode"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--passes", "2"], "--passes is for data mode"),

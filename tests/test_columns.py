@@ -8,15 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from a3c.lib.columns import Column
 
 from a3c import Trainer
 from a3c.algos import register
 from a3c.algos.a3c import A3C
 from a3c.algos.a3c.learner import A3CLearner
+from a3c.lib.columns import Column
 from a3c.transport.worker import TransitionSender
 
-STAMPED_COLUMNS = [Column("stamp", "float32", (2,), large=True), Column("reward_x2", "float64")]
+STAMPED_COLUMNS = [Column("stamp", "float32", (2,)), Column("reward_x2", "float64")]
 
 
 def stamps(batch) -> dict[str, np.ndarray]:

@@ -7,13 +7,13 @@ import threading
 import numpy as np
 import pytest
 import torch
-from a3c.lib.denormals import flush_denormals
-from a3c.lib.envs import describe_env
 from torch import nn
 
 from a3c.algos import get_algorithm
 from a3c.algos.payloads import Transitions
 from a3c.learner import make_adam
+from a3c.lib.denormals import flush_denormals
+from a3c.lib.envs import describe_env
 from a3c.lifecycle.run import share_net
 from benchmarks.denormals import _dead_unit_state, adam_with_and_without_flushing
 from benchmarks.probe import LimitProbe

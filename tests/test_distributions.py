@@ -9,16 +9,16 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from a3c.lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
-from a3c.lib.envs import describe_env
-from a3c.lib.experience import TransitionBatch
-from a3c.lib.models import build_net
-from a3c.lib.user_envs import register_env
 
 from a3c import ConfigError, Trainer
 from a3c.actor import VectorActor
 from a3c.algos.a3c.loss import a2c_loss
 from a3c.algos.payloads import Transitions
+from a3c.lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import build_net
+from a3c.lib.user_envs import register_env
 
 GAUSSIAN = DiagGaussian(2, low=(-1.0, -2.0), high=(1.0, 2.0))
 # means (0, 1), log-stds (0, ln 2): sigma 1 and 2

@@ -7,8 +7,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from a3c.lib.experience import TransitionBatch
-from a3c.lib.replay import ReplayBuffer
 
 from a3c import ConfigError, Trainer
 from a3c.algos.dqn.exploration import actor_epsilons, epsilon_greedy
@@ -17,6 +15,8 @@ from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
 from a3c.algos.dqn.nets import AtariQ, MlpQ, QHead
 from a3c.algos.payloads import Transitions
 from a3c.algos.replay import ReplaySteps
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.replay import ReplayBuffer
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.reporter import ConsoleReporter, Reporter
 from a3c.play import play
@@ -147,10 +147,9 @@ class Scalars:
 
 
 def test_the_logged_replay_ratio_is_the_last_intervals_not_the_runs():
-    from a3c.lib.envs import describe_env
-
     from a3c.algos.dqn.learner import DQNLearner
     from a3c.config import make_config
+    from a3c.lib.envs import describe_env
 
     config = make_config(env="CartPole-v1", algo="dqn", replay_ratio=1.0, learning_starts=8, batch_size=4)
     dqn = DQNLearner(config, MlpQ(4, 2), torch.zeros((), dtype=torch.int64), describe_env("CartPole-v1"))

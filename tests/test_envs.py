@@ -2,6 +2,7 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+
 from a3c.lib.envs import describe_env, make_env, make_vector_env
 from a3c.lib.experience import NStepAccumulator
 

@@ -1,10 +1,10 @@
 """n-step first-last transitions against returns worked out by hand (gamma = 0.5)."""
 import numpy as np
 import pytest
-from a3c.lib.envs import sync_vector_env
-from a3c.lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from a3c.lib.envs import sync_vector_env
+from a3c.lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from tests.toy_envs import CountingEnv
 
 GAMMA = 0.5

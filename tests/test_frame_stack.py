@@ -7,12 +7,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from a3c.lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
-from a3c.lib.memory_task import ENV_ID
 from gymnasium.vector import SyncVectorEnv
 
 from a3c import Trainer, register_env
 from a3c.config import make_config
+from a3c.lib.envs import EnvError, EnvRecipe, describe_env, make_env, make_vector_env
+from a3c.lib.memory_task import ENV_ID
 from a3c.play import load_policy, play
 from tests import toy_envs  # registers the image envs
 

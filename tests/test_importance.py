@@ -3,15 +3,15 @@ log-probabilities, and that a run's steps weigh them (the loss's values are in t
 import numpy as np
 import pytest
 import torch
-from a3c.lib.envs import describe_env
-from a3c.lib.experience import TransitionBatch
-from a3c.lib.models import build_net
 
 from a3c import Trainer
 from a3c.algos import get_algorithm
 from a3c.algos.a3c.gradients import batch_loss
 from a3c.algos.a3c.loss import LossSettings
 from a3c.config import make_config
+from a3c.lib.envs import describe_env
+from a3c.lib.experience import TransitionBatch
+from a3c.lib.models import build_net
 
 
 @pytest.mark.parametrize("settings, sends", [

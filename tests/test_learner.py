@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from a3c.lib.models import MlpA2C
 
 from a3c.algos.a3c.acting import GradientSender
 from a3c.algos.a3c.gradients import LossStats, batch_loss, flat_gradients, loss_gradients
@@ -19,6 +18,7 @@ from a3c.algos.a3c.learner import (
 from a3c.algos.a3c.loss import LossSettings
 from a3c.algos.payloads import Gradients, Transitions
 from a3c.learner import NonFiniteLoss, decayed, new_version_counter
+from a3c.lib.models import MlpA2C
 from a3c.schedules import parse_lr_schedule, scheduled
 from tests.helpers import toy_config
 from tests.test_batch import make_batch

@@ -3,9 +3,9 @@ import math
 
 import pytest
 import torch
-from a3c.lib.distributions import CATEGORICAL
 
 from a3c.algos.a3c.loss import a2c_loss, entropy_loss, policy_loss, value_loss
+from a3c.lib.distributions import CATEGORICAL
 
 
 def test_value_loss_is_mean_squared_error():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
+from a3c import ConfigError, Trainer
 from a3c.lib.envs import describe_env
 from a3c.lib.models import CentralCriticMlp
 from a3c.lib.multiagent import AgentSlots
-
-from a3c import ConfigError, Trainer
 from a3c.play import play
 
 

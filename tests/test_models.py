@@ -1,6 +1,7 @@
 """The nets' input handling and the children's action sampling."""
 import pytest
 import torch
+
 from a3c.lib.distributions import CATEGORICAL
 from a3c.lib.models import (
     SCALING_CHUNK,

@@ -8,6 +8,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from a3c.algos.maddpg.learner import MADDPGUpdate
+from a3c.algos.maddpg.loss import actor_joint_actions, critic_targets, straight_through_gumbel
+from a3c.algos.maddpg.nets import MADDPGNet
+from a3c.config import ConfigError
 from a3c.lib.envs import EnvError, describe_env, make_env
 from a3c.lib.experience import NStepAccumulator, TransitionBatch
 from a3c.lib.multiagent import (
@@ -21,12 +27,6 @@ from a3c.lib.multiagent import (
 from a3c.lib.policies import PolicyMap, PolicyMappingError, parse_policy_mapping
 from a3c.lib.replay import ReplayBuffer
 from a3c.lib.trackers import RewardTracker
-from torch import nn
-
-from a3c.algos.maddpg.learner import MADDPGUpdate
-from a3c.algos.maddpg.loss import actor_joint_actions, critic_targets, straight_through_gumbel
-from a3c.algos.maddpg.nets import MADDPGNet
-from a3c.config import ConfigError
 from a3c.lifecycle.trainer import Trainer
 from a3c.play import PlayError, play
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
+from a3c import ConfigError
+from a3c.config import make_config
 from a3c.lib.normalize import (
     INITIAL_COUNT,
     ObservationNormalizer,
@@ -13,9 +16,6 @@ from a3c.lib.normalize import (
     merged_moments,
     observe,
 )
-
-from a3c import ConfigError
-from a3c.config import make_config
 
 
 def test_merging_two_batches_gives_the_moments_of_all_their_samples():

@@ -7,13 +7,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+
+import tests.toy_envs  # registers the image envs; SideImageEnv below
+from a3c import Trainer, register_env
 from a3c.lib.envs import describe_env, make_env
 from a3c.lib.models import ObservationEncoder
 from a3c.lib.normalize import ObservationNormalizer
 from a3c.lib.observations import ImagePart, flattened, image_parts
-
-import tests.toy_envs  # registers the image envs; SideImageEnv below
-from a3c import Trainer, register_env
 
 
 class GridEnv(gym.Env):

@@ -1,10 +1,10 @@
 """Playing checkpoints: returns printed per episode, videos recorded, bad files refused."""
 import pytest
 import torch
-from a3c.lib.envs import describe_env
-from a3c.lib.models import build_net
 
 import a3c.play
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 from a3c.lifecycle.checkpoint import save_checkpoint
 
 

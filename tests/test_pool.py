@@ -9,13 +9,13 @@ import psutil
 import pytest
 import torch
 import torch.multiprocessing as mp
+
+import a3c.cli
+from a3c.algos.payloads import Gradients, Transitions
 from a3c.lib.columns import Column, Payload
 from a3c.lib.envs import describe_env
 from a3c.lib.experience import EpisodeResult
 from a3c.lib.models import build_net
-
-import a3c.cli
-from a3c.algos.payloads import Gradients, Transitions
 from a3c.transport.channel import slots_bytes
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied
@@ -201,16 +201,20 @@ def settled(read, still_for: float = 0.3, timeout: float = 10.0) -> float:
 
 
 def test_slots_beyond_the_free_shared_memory_are_one_line_and_exit_2_before_any_child(tmp_path, capsys):
-    # 2e9 rows in flight over 32 envs: 62.5M slots of 128 CartPole rows, 16 bytes a row, 128 GB
+    # 2e9 rows in flight over 32 envs: 62.5M slots of 128 rows of two stacked CartPole
+    # observations, 32 bytes a row (4,096 a message: large enough for a slot), 238.4 GiB
     with pytest.raises(SystemExit) as exited:
-        a3c.cli.main(["-n", "big", "--env", "CartPole-v1", "--batch-size", str(10**9), "--logdir", str(tmp_path)])
+        a3c.cli.main(["-n", "big", "--env", "CartPole-v1", "--frame-stack", "2", "--batch-size", str(10**9),
+                      "--logdir", str(tmp_path)])
     assert exited.value.code == 2
     stderr = capsys.readouterr().err.strip().splitlines()
-    assert len(stderr) == 1 and "the children's shared-memory slots need 119.2 GiB" in stderr[0], stderr
+    assert len(stderr) == 1 and "the children's shared-memory slots need 238.4 GiB" in stderr[0], stderr
     assert mp.active_children() == []
 
 
 def test_the_slots_bytes_are_rows_times_the_large_columns_bytes():
-    payload = Payload([Column("frames", "uint8", (4, 84, 84), large=True), Column("small", "float64"),
-                       Column("values", "float32", (3,), large=True)], max_rows=320)
-    assert slots_bytes(payload, 8) == 8 * 320 * (4 * 84 * 84 + 3 * 4)
+    """Large: 4096 bytes or more in a full message. At 320 rows, frames and 4 floats a row
+    (5,120 bytes) are; 3 floats (3,840) and one float64 (2,560) are not."""
+    payload = Payload([Column("frames", "uint8", (4, 84, 84)), Column("small", "float64"),
+                       Column("values", "float32", (4,)), Column("three", "float32", (3,))], max_rows=320)
+    assert slots_bytes(payload, 8) == 8 * 320 * (4 * 84 * 84 + 4 * 4)

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from a3c import Trainer
+from a3c.actor import VectorActor
+from a3c.config import ConfigError, make_config
 from a3c.lib.envs import EnvRecipe, describe_env
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.memory_task import ENV_ID
 from a3c.lib.models import build_net
 from a3c.lib.recurrent import SequenceBuffer, sequences, unroll, with_streams
-
-from a3c import Trainer
-from a3c.actor import VectorActor
-from a3c.config import ConfigError, make_config
 from a3c.play import play
 
 

@@ -3,6 +3,7 @@ importance weights by hand, priority updates, the ring's wrap-around, and Atari 
 stored once giving back the env's stacked observations."""
 import numpy as np
 import pytest
+
 from a3c.lib.envs import describe_env, make_vector_env
 from a3c.lib.experience import NStepAccumulator, TransitionBatch
 from a3c.lib.replay import FrameStore, ReplayBuffer, SumTree, replay_bytes

@@ -4,11 +4,11 @@ import math
 
 import pytest
 import torch
-from a3c.lib.envs import describe_env
 
 import a3c.lifecycle.loop
 from a3c import Trainer
 from a3c.algos import get_algorithm
+from a3c.lib.envs import describe_env
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.lifecycle.rollback import BestState, policy_locked
 from a3c.lifecycle.run import make_run_dir, share_net, start_run

@@ -5,11 +5,11 @@ import signal
 
 import pytest
 import torch
-from a3c.lib.envs import describe_env
-from a3c.lib.models import build_net
 
 import a3c.cli
 import a3c.lifecycle.trainer
+from a3c.lib.envs import describe_env
+from a3c.lib.models import build_net
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.trainer import exit_code
 from tests.conftest import Trainer

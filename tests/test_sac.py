@@ -8,8 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from a3c.lib.distributions import SquashedGaussian
-from a3c.lib.experience import TransitionBatch
 
 from a3c import Trainer
 from a3c.algos.sac.learner import SACUpdate
@@ -17,6 +15,8 @@ from a3c.algos.sac.loss import soft_targets
 from a3c.algos.sac.nets import SACNet
 from a3c.config import ConfigError, make_config
 from a3c.learner import new_version_counter
+from a3c.lib.distributions import SquashedGaussian
+from a3c.lib.experience import TransitionBatch
 from a3c.play import play
 from a3c.preflight import preflight
 from tests import toy_envs  # registers Reach-v0

@@ -6,9 +6,9 @@ import multiprocessing
 
 import pytest
 import torch
-from a3c.lib.episodes import CallbackError
 
 from a3c import Trainer
+from a3c.lib.episodes import CallbackError
 from a3c.lifecycle.callbacks import Callback
 from a3c.lifecycle.checkpoint import load_checkpoint
 from a3c.lifecycle.trainer import exit_code

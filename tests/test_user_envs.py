@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from a3c.lib.envs import make_env
-from a3c.lib.user_envs import install_creators, is_user_env, shipped_creators
 from gymnasium.spaces import Box
 
 from a3c import ConfigError, EnvContext, Trainer, register_env
 from a3c.config import parse_config
+from a3c.lib.envs import make_env
+from a3c.lib.user_envs import install_creators, is_user_env, shipped_creators
 from tests.toy_envs import StepsEnv
 
 

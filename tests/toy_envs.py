@@ -13,6 +13,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
+
 from a3c.lib.user_envs import register_env
 
 

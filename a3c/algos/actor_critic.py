@@ -126,7 +126,7 @@ class ActorCritic(Algorithm):
             return payload
         from a3c.lib.columns import Column
 
-        return payload.with_columns([Column("recurrent_states", "float32", (2, net.cell_size), large=True)])
+        return payload.with_columns([Column("recurrent_states", "float32", (2, net.cell_size))])
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.lib.models import build_net

@@ -162,11 +162,11 @@ class Algorithm:
         return {"send_last_states": self.sends_last_states}
 
     def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
-                    outbox: Outbox) -> Sender:
-        """How a worker's transitions leave it; by default, as they are, a batch a vector step."""
-        from a3c.transport.worker import TransitionSender
-
-        return TransitionSender(net, policy_version, outbox)
+                    outbox: Outbox) -> Sender | None:
+        """How a worker's transitions leave it, where the algorithm makes something of them
+        first (A3C's gradients, say); None, the default: as they are, a batch a vector step,
+        by the transport's own sender."""
+        return None
 
     def transitions_per_message(self, config: Config) -> int:
         """About how many transitions one worker message carries (sizes the queues)."""

@@ -47,16 +47,16 @@ class Gradients:
 
 def transition_columns(env_info: EnvInfo, last_states: bool = False, log_probs: bool = False,
                        joint_rows: bool = False) -> list[Column]:
-    """The columns ``VectorActor`` fills: observations (large), actions of the env's space, rewards and
-    the bookkeeping; last states (large) or V(last state); the rollout columns with
+    """The columns ``VectorActor`` fills: observations, actions of the env's space, rewards and
+    the bookkeeping; last states or V(last state); the rollout columns with
     ``log_probs`` (with those that put rows back into sequences); every agent's observation, action and reward in one row with ``joint_rows``."""
     agents = (len(env_info.agents),) if joint_rows else ()
-    observation = Column("states", env_info.observation_dtype, (*agents, *env_info.observation_shape), large=True)
+    observation = Column("states", env_info.observation_dtype, (*agents, *env_info.observation_shape))
     actions = Column("actions", env_info.action_dtype, (*agents, *env_info.action_shape))
     columns = [observation, actions, Column("rewards", "float32", agents),
                Column("dones", "bool"), Column("steps", "int64"), Column("policy_versions", "int64")]
     if last_states:
-        columns.append(Column("last_states", observation.dtype, observation.shape, large=True))
+        columns.append(Column("last_states", observation.dtype, observation.shape))
     else:
         columns.append(Column("last_values", "float32"))
     if log_probs:
@@ -90,10 +90,13 @@ class GradientItem:
 
 
 class GradientPayload(Payload):
-    """One flat gradient a message, large, its figures beside it."""
+    """One flat gradient a message, its figures beside it; each reaches the learner alone, as
+    soon as it is made (the weights it was computed on age with every step)."""
+
+    may_wait = False
 
     def __init__(self, parameters: int):
-        super().__init__([Column("gradient", "float32", (parameters,), large=True)], max_rows=1)
+        super().__init__([Column("gradient", "float32", (parameters,))], max_rows=1)
 
     def encode(self, item: GradientItem) -> tuple[dict[str, np.ndarray], tuple]:
         return {"gradient": item.gradient[None]}, (item.policy_version, item.transitions, item.loss)

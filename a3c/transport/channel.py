@@ -24,22 +24,31 @@ from typing import Any
 import numpy as np
 import torch
 
-from a3c.lib.columns import Payload
+from a3c.lib.columns import Column, Payload
 from a3c.transport.messages import SlotRows
 
 POLL_SECONDS = 0.1
+SLOT_BYTES = 4096
+"""A column whose rows in one full message take this much or more travels in a slot. Below
+it, pickling through the pipe costs less than a slot, and the record stays near the size a
+single pipe write delivers whole (PIPE_BUF, 4096 bytes on Linux)."""
+
+
+def slot_columns(payload: Payload) -> tuple[Column, ...]:
+    """The columns of ``payload`` that travel in shared-memory slots: the large ones."""
+    return tuple(column for column in payload.columns if payload.max_rows * column.row_bytes >= SLOT_BYTES)
 
 
 def slots_bytes(payload: Payload, slots: int) -> int:
     """The shared memory ``allocate_slots`` takes for one child."""
-    return slots * payload.max_rows * sum(column.row_bytes for column in payload.large)
+    return slots * payload.max_rows * sum(column.row_bytes for column in slot_columns(payload))
 
 
 def allocate_slots(payload: Payload, slots: int) -> dict[str, torch.Tensor]:
     """Shared memory for one child: ``slots`` x ``payload.max_rows`` rows of each large column."""
     return {column.name: torch.zeros((slots, payload.max_rows, *column.shape),
                                      dtype=torch.from_numpy(np.zeros(0, dtype=column.dtype)).dtype).share_memory_()
-            for column in payload.large}
+            for column in slot_columns(payload)}
 
 
 class ChildChannel:
@@ -54,7 +63,7 @@ class ChildChannel:
                  tasks: Any):
         self.worker_id = worker_id
         self.payload = payload
-        self.large_names = frozenset(column.name for column in payload.large)
+        self.large_names = frozenset(column.name for column in slot_columns(payload))
         self.incarnation = incarnation
         self.messages = messages
         self.tasks = tasks

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
+    from a3c.lib.columns import Payload
     from a3c.lib.envs import EnvInfo
 
 
@@ -82,6 +83,11 @@ def child_seed(base_seed: int, worker_id: int, incarnation: int) -> int:
 class WorkerPool(abc.ABC):
     """``config.processes`` children acting with ``net`` (shared: the learner trains it) for
     ``algorithm``; ``version_counter`` counts the learner's steps."""
+
+    @classmethod
+    def check_payload(cls, algorithm: Algorithm, config: Config, payload: Payload) -> None:
+        """ConfigError, before any worker starts, where this transport cannot carry ``payload``
+        (the one ``algorithm`` declares for ``config``); every payload travels by default."""
 
     def __init__(self, algorithm: Algorithm, config: Config, env_info: EnvInfo, net: nn.Module,
                  version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()):

@@ -20,7 +20,7 @@ from a3c.lib.denormals import flush_denormals
 from a3c.lib.experience import EpisodeResult
 from a3c.lib.user_envs import install_creators
 from a3c.transport.pool import messages_per_worker
-from a3c.transport.worker import make_vector_actor
+from a3c.transport.worker import make_sender, make_vector_actor
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm
@@ -85,7 +85,7 @@ class RolloutActor:
         self._pull_weights()
         self.payload = algorithm.payload(config, env_info, self.net)
         self._items: list[tuple[dict[str, np.ndarray], Any]] = []
-        self.sender = algorithm.make_sender(config, self.net, lambda: self.version, self._hand_over)
+        self.sender = make_sender(algorithm, config, self.net, lambda: self.version, self._hand_over)
         self.actor = make_vector_actor(algorithm, config, self.sender.acting_net, self.sender.policy_version, seed,
                                        worker_id, cloudpickle.loads(callbacks) if callbacks else ())
         self.steps = block_steps(algorithm, config)

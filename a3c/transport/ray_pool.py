@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from a3c.algos.base import Algorithm
     from a3c.config import Config
+    from a3c.lib.columns import Payload
     from a3c.lib.envs import EnvInfo
 
 CLOSE_SECONDS = 5.0
@@ -85,6 +86,15 @@ class RayWorkerPool(WorkerPool):
         self._named_pending: set[int] = set()
         self._started_here = False
         self._closed = False
+
+    @classmethod
+    def check_payload(cls, algorithm: Algorithm, config: Config, payload: Payload) -> None:
+        """Actors send blocks of several vector steps: a payload whose messages may not wait
+        for one another cannot travel here."""
+        if not payload.may_wait:
+            raise ConfigError(f"--backend ray sends each actor's messages in blocks of several vector steps, "
+                              f"and --algo {config.algo}'s must each reach the learner as it is made "
+                              f"({algorithm.describe(config)}): use --backend mp or serial")
 
     def start(self) -> None:
         """Join or start Ray, check the cluster, hold the learner's CPUs, start the actors;

@@ -23,7 +23,7 @@ import cloudpickle
 from a3c.lib.episodes import CallbackError
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
-from a3c.transport.worker import make_vector_actor
+from a3c.transport.worker import make_sender, make_vector_actor
 
 if TYPE_CHECKING:
     import torch
@@ -67,8 +67,8 @@ class SerialPool(WorkerPool):
 
     def _start(self, worker_id: int) -> None:
         seed = child_seed(self.base_seed, worker_id, self._incarnations[worker_id])
-        sender = self.algorithm.make_sender(self.config, self.net, lambda: int(self.version_counter),
-                                            lambda item: self._hand_over(worker_id, item))
+        sender = make_sender(self.algorithm, self.config, self.net, lambda: int(self.version_counter),
+                             lambda item: self._hand_over(worker_id, item))
         callbacks = cloudpickle.loads(self.callbacks) if self.callbacks else ()  # each worker its own copy
         actor = make_vector_actor(self.algorithm, self.config, sender.acting_net, sender.policy_version, seed,
                                   worker_id, callbacks)

@@ -24,7 +24,7 @@ from a3c.transport.channel import ChildChannel
 from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 
 if TYPE_CHECKING:
-    from a3c.algos.base import Algorithm, Outbox
+    from a3c.algos.base import Algorithm, Outbox, Sender
     from a3c.config import Config
 
 
@@ -63,7 +63,8 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
 
 
 class TransitionSender:
-    """Act with the shared net, send every micro-batch of transitions as it comes."""
+    """Act with the shared net, send every micro-batch of transitions as it comes: the
+    transport's sender, for every algorithm that sends its transitions as they are."""
 
     def __init__(self, net: nn.Module, policy_version: Callable[[], int], outbox: Outbox):
         self.acting_net = net
@@ -72,6 +73,12 @@ class TransitionSender:
 
     def send(self, batch: TransitionBatch) -> bool:
         return self.outbox(batch)
+
+
+def make_sender(algorithm: Algorithm, config: Config, net: nn.Module, policy_version: Callable[[], int],
+                outbox: Outbox) -> Sender:
+    """The algorithm's sender where it has one, else ``TransitionSender``; on every backend."""
+    return algorithm.make_sender(config, net, policy_version, outbox) or TransitionSender(net, policy_version, outbox)
 
 
 def make_vector_actor(algorithm: Algorithm, config: Config, net: nn.Module,
@@ -90,7 +97,7 @@ def collect(algorithm: Algorithm, config: Config, net: nn.Module, version_counte
     """Act and send the transitions (or what the algorithm makes of them) and finished
     episodes until told to stop or orphaned."""
     torch.manual_seed(seed)
-    sender = algorithm.make_sender(config, net, lambda: int(version_counter), channel.put_item)
+    sender = make_sender(algorithm, config, net, lambda: int(version_counter), channel.put_item)
     actor = make_vector_actor(algorithm, config, sender.acting_net, sender.policy_version, seed,
                               channel.worker_id, callbacks)
     try:

@@ -73,8 +73,6 @@ class A3C(ActorCritic):
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
-        if config.mode == "grads" and config.backend == "ray":
-            raise ConfigError("--backend ray runs data mode: workers send transitions, not gradients")
         if config.mode == "grads" and config.passes > 1:
             raise ConfigError("--passes is for data mode: in grads mode each worker's gradient is "
                               "applied once")
@@ -111,13 +109,13 @@ class A3C(ActorCritic):
                 "send_log_probs": importance_weighted(config) or config.lstm}
 
     def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
-                    outbox: Outbox) -> Sender:
+                    outbox: Outbox) -> Sender | None:
         if config.mode != "grads" and config.hold_weights > 1:
             from a3c.algos.a3c.acting import HeldWeightsSender
 
             return HeldWeightsSender(net, policy_version, outbox, config.hold_weights)
         if config.mode != "grads":
-            return super().make_sender(config, net, policy_version, outbox)
+            return None
         from a3c.algos.a3c.acting import GradientSender
 
         return GradientSender(config, net, policy_version, outbox, next(net.parameters()).device)
