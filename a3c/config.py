@@ -2,7 +2,7 @@
 command-line parser and keyword checks built from those fields.
 
 ``Config`` joins the settings of the run (here), the hyperparameters every algorithm has
-(``a3c.settings.Preset``) and each built-in algorithm's own (``a3c.algos``). Each field says
+(``a3c.options.Preset``) and each built-in algorithm's own (``a3c.algos``). Each field says
 once what it is (``option``: help, bounds, choices, flag); the parser, ``make_config`` (the
 keywords of ``Trainer``) and ``validate`` all read that. Settings whose value depends on the
 env's family are left unset (None) and taken from the algorithm's values for that family.
@@ -35,7 +35,7 @@ from a3c.lib.envs import (
     EnvRecipe,
     env_family,
 )
-from a3c.settings import ConfigError, Preset, option
+from a3c.options import ConfigError, Preset, option
 from a3c.transport.ray_cluster import parse_address
 
 __all__ = ["Config", "ConfigError", "make_config", "parse_config"]

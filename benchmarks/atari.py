@@ -86,7 +86,7 @@ def holds(final: float, best: float, first: float) -> bool:
 def game_run(game: str, algo: str, frames: int, seed: int, logdir: Path, extra_args: tuple[str, ...] = (),
              sticky: bool = False, max_seconds: float = 4 * 3600.0) -> dict:
     """One game from scratch at the defaults for ``frames`` frames, and its summary."""
-    from a3c.lifecycle.load import read_progress
+    from a3c.lifecycle.load_meter import read_progress
 
     args = ("--algo", algo, "--max-frames", str(frames), *extra_args)
     run = train_to_goal(env_id(game, sticky), seed, max_seconds, logdir, args)

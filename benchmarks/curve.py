@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from a3c.lifecycle.load import PROGRESS_FILE
+from a3c.lifecycle.load_meter import PROGRESS_FILE
 from a3c.lifecycle.run import read_checkpoint
 from benchmarks.report import plot_solve
 

@@ -13,7 +13,7 @@ import time
 import torch
 
 from a3c.algos.a3c.settings import ATARI_PRESET
-from a3c.learner import make_adam
+from a3c.algos.optimizer import make_adam
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import describe_env
 from a3c.lib.models import build_net

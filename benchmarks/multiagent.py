@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from a3c.lib.multiagent import TWO_STEP_GAME, JointEnv
-from a3c.lifecycle.load import read_progress
+from a3c.lifecycle.load_meter import read_progress
 from benchmarks.solve import seeded_runs, train_to_goal
 
 TWO_STEP_ALGORITHMS = ("qmix", "mappo", "maddpg", "a3c", "ppo", "dqn")

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from a3c.lifecycle.load import read_progress
+from a3c.lifecycle.load_meter import read_progress
 from benchmarks.window import ROOT, stop_trainer
 
 EARLY_FRAMES = (2_000_000, 4_000_000, 6_000_000)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from a3c.lifecycle.load import PROGRESS_FILE, window_rates
+from a3c.lifecycle.load_meter import PROGRESS_FILE, window_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 SEGMENT_SECONDS = 10.0

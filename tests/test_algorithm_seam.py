@@ -18,7 +18,7 @@ from a3c import ConfigError, ConsoleReporter, Trainer
 from a3c.algos import algorithm_names, register
 from a3c.algos.a3c.loss import policy_loss
 from a3c.algos.base import Algorithm
-from a3c.learner import clip_and_step, make_adam
+from a3c.algos.optimizer import clip_and_step, make_adam
 from a3c.lib.distributions import CATEGORICAL
 from a3c.lib.models import build_net, forward
 from a3c.lifecycle.checkpoint import load_checkpoint
@@ -146,7 +146,7 @@ def _modules_after(code: str) -> set[str]:
     return set(finished.stdout.split())
 
 
-LEARNER_SIDE = {"tensorboardX", "a3c.learner", "a3c.algos.a3c.learner", "a3c.algos.dqn.learner",
+LEARNER_SIDE = {"tensorboardX", "a3c.algos.optimizer", "a3c.algos.a3c.learner", "a3c.algos.dqn.learner",
                 "a3c.algos.ppo.learner",
                 "a3c.lifecycle.trainer", "a3c.lifecycle.run", "a3c.lib.replay"}
 

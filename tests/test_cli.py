@@ -22,7 +22,7 @@ from a3c.algos.a3c.settings import (
 )
 from a3c.config import KEYWORDS, OWNERS, SETTINGS, build_parser, flag, make_config, parse_config
 from a3c.lib.envs import describe_env
-from a3c.settings import CORES, ConfigError
+from a3c.options import CORES, ConfigError
 from a3c.transport.pool import messages_per_worker, queue_capacity
 
 BAD_INPUTS = [

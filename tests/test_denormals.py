@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from a3c.algos import get_algorithm
+from a3c.algos.optimizer import make_adam
 from a3c.algos.payloads import Transitions
-from a3c.learner import make_adam
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import describe_env
 from a3c.lifecycle.run import share_net

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
-from a3c.actor import VectorActor
 from a3c.algos.a3c.loss import a2c_loss
 from a3c.algos.payloads import Transitions
+from a3c.env_runner import VectorActor
 from a3c.lib.distributions import CATEGORICAL, DiagGaussian, MultiCategorical
 from a3c.lib.envs import describe_env
 from a3c.lib.experience import TransitionBatch

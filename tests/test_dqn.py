@@ -14,7 +14,7 @@ from a3c.algos.dqn.learner import QLearner, QStepStats
 from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
 from a3c.algos.dqn.nets import AtariQ, MlpQ, QHead
 from a3c.algos.payloads import Transitions
-from a3c.algos.replay import ReplaySteps
+from a3c.algos.replay_learner import ReplaySteps
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.replay import ReplayBuffer
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
@@ -164,7 +164,7 @@ def test_the_logged_replay_ratio_is_the_last_intervals_not_the_runs():
 
 
 def test_a_non_finite_td_loss_is_refused_before_the_weights_change():
-    from a3c.learner import NonFiniteLoss
+    from a3c.algos.optimizer import NonFiniteLoss
 
     learner = QLearner(MlpQ(2, 2), lr=1e-2, adam_eps=1e-8, clip_grad=10.0, gamma=0.9, device="cpu")
     batch = rows(8)

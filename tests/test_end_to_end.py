@@ -6,7 +6,7 @@ import json
 import pytest
 
 from a3c.lifecycle.checkpoint import load_checkpoint
-from a3c.lifecycle.load import read_progress
+from a3c.lifecycle.load_meter import read_progress
 from tests.conftest import INSTALLED_COMMAND
 from tests.helpers import alive, only_run_dir, scalars
 

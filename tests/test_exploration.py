@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from a3c import Trainer
-from a3c.actor import VectorActor
 from a3c.algos.dqn.acting import ScheduledEpsilonGreedy
+from a3c.env_runner import VectorActor
 from a3c.lib.distributions import CATEGORICAL, DiagGaussian
 from a3c.schedules import epsilon_at, parse_epsilon_schedule
 from tests.helpers import only_run_dir, scalars

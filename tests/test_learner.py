@@ -16,8 +16,8 @@ from a3c.algos.a3c.learner import (
     relu_activity,
 )
 from a3c.algos.a3c.loss import LossSettings
+from a3c.algos.optimizer import NonFiniteLoss, decayed, new_version_counter
 from a3c.algos.payloads import Gradients, Transitions
-from a3c.learner import NonFiniteLoss, decayed, new_version_counter
 from a3c.lib.models import MlpA2C
 from a3c.schedules import parse_lr_schedule, scheduled
 from tests.helpers import toy_config

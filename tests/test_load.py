@@ -1,7 +1,7 @@
 """Window rates from two cumulative progress records."""
 import pytest
 
-from a3c.lifecycle.load import window_rates
+from a3c.lifecycle.load_meter import window_rates
 
 
 def test_window_rates_are_differences_over_the_window():

@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
-from a3c.actor import VectorActor
 from a3c.algos.payloads import Transitions
 from a3c.algos.ppo.learner import PPOLearner, in_sequence_order
 from a3c.config import make_config
+from a3c.env_runner import VectorActor
 from a3c.lib.envs import describe_env
 from a3c.lib.experience import NStepAccumulator, TransitionBatch
 from a3c.lib.models import build_net
+from a3c.options import CPU_BF16
 from a3c.play import play
-from a3c.settings import CPU_BF16
 from tests.helpers import scalars
 
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from a3c import Trainer
-from a3c.actor import VectorActor
 from a3c.config import ConfigError, make_config
+from a3c.env_runner import VectorActor
 from a3c.lib.envs import EnvRecipe, describe_env
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.memory_task import ENV_ID

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from a3c import Trainer
+from a3c.algos.optimizer import new_version_counter
 from a3c.algos.sac.learner import SACUpdate
 from a3c.algos.sac.loss import soft_targets
 from a3c.algos.sac.nets import SACNet
 from a3c.config import ConfigError, make_config
-from a3c.learner import new_version_counter
 from a3c.lib.distributions import SquashedGaussian
 from a3c.lib.experience import TransitionBatch
 from a3c.play import play

@@ -9,7 +9,7 @@ import torch
 
 import a3c.play
 from a3c import Trainer
-from a3c.learner import new_version_counter
+from a3c.algos.optimizer import new_version_counter
 
 SAVED = Path(__file__).parent / "data"
 CHECKPOINTS = {"a3c": "a3c_cartpole_fe7dfce.pt", "dqn": "dqn_cartpole_fe7dfce.pt",

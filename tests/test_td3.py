@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from a3c.actor import VectorActor
 from a3c.algos import get_algorithm
+from a3c.algos.optimizer import new_version_counter
 from a3c.algos.sac.nets import ActorAndTwinCritics
 from a3c.algos.td3.learner import TD3Update
 from a3c.config import make_config
-from a3c.learner import new_version_counter
+from a3c.env_runner import VectorActor
 from a3c.lib.distributions import NoisyDeterministic
 from a3c.lib.envs import describe_env
 from tests import toy_envs  # noqa: F401  (registers Reach-v0)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm
-from a3c.settings import ConfigError, Preset, option
+from a3c.options import ConfigError, Preset, option
 
 if TYPE_CHECKING:
     from torch import nn

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm, shown_value
-from a3c.algos.replay import UniformReplayLearner
-from a3c.settings import ConfigError
+from a3c.algos.replay_learner import UniformReplayLearner
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     from a3c.config import Config

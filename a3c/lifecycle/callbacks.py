@@ -70,7 +70,7 @@ def child_callbacks(callbacks: Sequence[Callback]) -> list[Callback]:
 def load_callbacks(spec: str) -> list[Callback]:
     """The ``callbacks`` setting's "module:Class" (or "module:Class,module:Other") as instances;
     ConfigError when one cannot be imported or made."""
-    from a3c.settings import ConfigError
+    from a3c.options import ConfigError
 
     loaded = []
     for item in filter(None, (part.strip() for part in spec.split(","))):

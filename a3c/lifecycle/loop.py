@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.lib.trackers import MeanTracker, ProgressReporter
 from a3c.lifecycle.callbacks import Callback
-from a3c.lifecycle.load import PROGRESS_FILE, LoadMeter
+from a3c.lifecycle.load_meter import PROGRESS_FILE, LoadMeter
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.rollback import policy_locked
 from a3c.lifecycle.run import Run

@@ -14,8 +14,8 @@ import torch
 from tensorboardX import SummaryWriter
 
 from a3c.algos.base import Algorithm, AlgorithmLearner, net_settings
+from a3c.algos.optimizer import new_version_counter
 from a3c.config import Config, ConfigError
-from a3c.learner import new_version_counter
 from a3c.lib.allocator import keep_freed_memory
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import EnvInfo

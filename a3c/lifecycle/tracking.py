@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.config import Config
 from a3c.lifecycle.callbacks import Callback
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     from a3c.lifecycle.trainer import Trainer

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from a3c.algos import get_algorithm
+from a3c.algos.optimizer import NonFiniteLoss
 from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
-from a3c.learner import NonFiniteLoss
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
 from a3c.lib.multiagent import agent_rows, env_agents, is_multiagent

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.multiprocessing as mp
 
-from a3c.settings import ConfigError, shared_memory_free
+from a3c.options import ConfigError, shared_memory_free
 from a3c.transport.channel import ChildChannel, allocate_slots, slots_bytes
 from a3c.transport.messages import SlotRows, WorkerCrashed
 from a3c.transport.pool import (

@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 CONNECT_SECONDS = 3.0
 CHECK_SECONDS = 60.0

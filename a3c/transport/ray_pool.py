@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from a3c.actor import VectorActor
     from a3c.algos.base import Algorithm, Sender
     from a3c.config import Config
+    from a3c.env_runner import VectorActor
     from a3c.lib.envs import EnvInfo
 
 

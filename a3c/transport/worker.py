@@ -13,7 +13,7 @@ import cloudpickle
 import torch
 from torch import nn
 
-from a3c.actor import VectorActor
+from a3c.env_runner import VectorActor
 from a3c.lib.allocator import keep_freed_memory
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import run_frames_per_step

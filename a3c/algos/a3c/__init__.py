@@ -20,8 +20,8 @@ from a3c.algos.a3c.settings import (
 )
 from a3c.algos.actor_critic import ActorCritic
 from a3c.algos.base import Outbox, Sender
+from a3c.options import CORES, ConfigError
 from a3c.schedules import parse_lr_schedule
-from a3c.settings import CORES, ConfigError
 
 if TYPE_CHECKING:
     import torch

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 from a3c.algos.a3c.acting import loss_settings
 from a3c.algos.a3c.gradients import LossStats, batch_loss, loss_gradients
 from a3c.algos.a3c.loss import LossSettings, LossTerms
-from a3c.learner import clip_and_step, decayed, make_adam, new_version_counter, set_lr
+from a3c.algos.optimizer import clip_and_step, decayed, make_adam, new_version_counter, set_lr
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.normalize import observe
 from a3c.lib.recurrent import is_recurrent, transition_buffer, with_streams

@@ -16,9 +16,9 @@ from a3c.algos.dqn.settings import (
     VECTOR_REPLAY,
     DQNSettings,
 )
-from a3c.algos.replay import check_replay_fits
+from a3c.algos.replay_learner import check_replay_fits
+from a3c.options import ConfigError
 from a3c.schedules import parse_epsilon_schedule
-from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
     import torch

@@ -16,8 +16,8 @@ from torch import nn
 
 from a3c.algos.dqn.acting import env_epsilons
 from a3c.algos.dqn.loss import double_dqn_targets, weighted_huber_loss
-from a3c.algos.replay import ReplayFigures, ReplaySteps
-from a3c.learner import clip_and_step, follow, frozen_copy, make_adam, new_version_counter
+from a3c.algos.optimizer import clip_and_step, follow, frozen_copy, make_adam, new_version_counter
+from a3c.algos.replay_learner import ReplayFigures, ReplaySteps
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.models import forward
 from a3c.lib.replay import ReplayBuffer
@@ -82,7 +82,7 @@ class QLearner:
 
     def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
         """One Adam step on the weighted Huber loss; its figures and the TD errors (for the
-        priorities). Raises NonFiniteLoss (``a3c.learner``) instead of applying NaNs."""
+        priorities). Raises NonFiniteLoss (``a3c.algos.optimizer``) instead of applying NaNs."""
         targets = self.targets(batch)
         states = torch.as_tensor(batch.states).to(self.device)
         actions = torch.as_tensor(batch.actions).to(self.device)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import JointRowsAlgorithm
 from a3c.algos.maddpg.settings import PRESET, MADDPGSettings
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     import torch

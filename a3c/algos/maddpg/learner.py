@@ -20,8 +20,8 @@ from a3c.algos.maddpg.loss import (
     target_actions,
 )
 from a3c.algos.maddpg.nets import MADDPGNet
-from a3c.algos.replay import ActorCriticFigures
-from a3c.learner import follow, frozen_copy, step_parts
+from a3c.algos.optimizer import follow, frozen_copy, step_parts
+from a3c.algos.replay_learner import ActorCriticFigures
 from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:

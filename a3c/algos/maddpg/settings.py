@@ -5,8 +5,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from a3c.algos.replay import ReplaySettings
-from a3c.settings import CORES, Preset, option, process_layout
+from a3c.algos.replay_learner import ReplaySettings
+from a3c.options import CORES, Preset, option, process_layout
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import require_agents
 from a3c.algos.ppo import PPO
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     from torch import nn

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.actor_critic import ActorCritic
 from a3c.algos.ppo.settings import BOX_PRESETS, PPOSettings, family_values, rollout_rows
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     import torch

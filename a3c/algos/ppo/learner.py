@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from a3c.algos.optimizer import clip_and_step, decayed, make_adam, set_lr
 from a3c.algos.ppo.loss import PPOLossSettings, ppo_loss
-from a3c.learner import clip_and_step, decayed, make_adam, set_lr
 from a3c.lib.advantages import continues, gae, next_values, sequence_order, vtrace
 from a3c.lib.distributions import policy_distribution
 from a3c.lib.experience import TransitionBatch

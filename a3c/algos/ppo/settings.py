@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from a3c.algos.actor_critic import ActorCriticPreset, ActorCriticSettings
-from a3c.settings import CORES, CPU_BF16, option, process_layout
+from a3c.options import CORES, CPU_BF16, option, process_layout
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import JointRowsAlgorithm
 from a3c.algos.qmix.settings import PRESET, QMIXSettings
+from a3c.options import ConfigError
 from a3c.schedules import parse_epsilon_schedule
-from a3c.settings import ConfigError
 
 if TYPE_CHECKING:
     import torch

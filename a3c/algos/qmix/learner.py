@@ -10,10 +10,10 @@ import numpy as np
 import torch
 
 from a3c.algos.joint import JointReplayLearner
+from a3c.algos.optimizer import clip_and_step, follow, frozen_copy
 from a3c.algos.qmix.loss import qmix_targets, td_loss
 from a3c.algos.qmix.nets import QMIXNet
-from a3c.algos.replay import ReplayFigures
-from a3c.learner import clip_and_step, follow, frozen_copy
+from a3c.algos.replay_learner import ReplayFigures
 from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:

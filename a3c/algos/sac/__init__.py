@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from a3c.algos.base import Algorithm, shown_value
-from a3c.algos.replay import check_replay_fits
+from a3c.algos.replay_learner import check_replay_fits
 from a3c.algos.sac.settings import PRESET, SACSettings
-from a3c.settings import ConfigError
+from a3c.options import ConfigError
 
 if TYPE_CHECKING:
     import torch

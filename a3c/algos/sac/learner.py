@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
+from a3c.algos.optimizer import follow, frozen_copy, step_parts
+from a3c.algos.replay_learner import ActorCriticFigures, UniformReplayLearner
 from a3c.algos.sac.loss import actor_loss, soft_targets, temperature_loss, twin_critic_loss
 from a3c.algos.sac.nets import SACNet, critic_values
-from a3c.learner import follow, frozen_copy, step_parts
 from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class SACStepStats(ActorCriticFigures):
 class SACUpdate:
     """The optimizer step on one batch: one Adam over the actor, the critics and the
     temperature (a parameter group each), each part moved by its own loss only
-    (``a3c.learner.step_parts``). A ``temperature`` given is used as it is; else the net's
+    (``a3c.algos.optimizer.step_parts``). A ``temperature`` given is used as it is; else the net's
     learned one. ``target_net`` holds the target critics."""
 
     def __init__(self, net: SACNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
@@ -74,7 +74,7 @@ class SACUpdate:
 
     def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
         """One step of the three losses; its figures and |y - Q_1| (for the priorities).
-        Raises NonFiniteLoss (``a3c.learner``), applying nothing, for a non-finite loss or norm."""
+        Raises NonFiniteLoss (``a3c.algos.optimizer``), applying nothing, for a non-finite loss or norm."""
         net = self.net
         learned = self.fixed_temperature is None
         temperature = float(net.log_temperature.detach().exp()) if learned else self.fixed_temperature

@@ -11,11 +11,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from a3c.algos.replay import ActorCriticFigures, UniformReplayLearner
+from a3c.algos.optimizer import follow, frozen_copy, step_parts
+from a3c.algos.replay_learner import ActorCriticFigures, UniformReplayLearner
 from a3c.algos.sac.loss import soft_targets, twin_critic_loss
 from a3c.algos.sac.nets import ActorAndTwinCritics, critic_values
 from a3c.algos.td3.loss import deterministic_actor_loss
-from a3c.learner import follow, frozen_copy, step_parts
 from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class TD3Update:
     """The optimizer step on one batch: one Adam over the actor and the critics (a parameter
     group each), the critics moved by theirs every step, the actor by its own loss every
-    ``policy_delay``-th (``a3c.learner.step_parts``). ``target_net`` holds the target actor
+    ``policy_delay``-th (``a3c.algos.optimizer.step_parts``). ``target_net`` holds the target actor
     and critics."""
 
     def __init__(self, net: ActorAndTwinCritics, lr: float, adam_eps: float, clip_grad: float, gamma: float,
@@ -66,7 +66,7 @@ class TD3Update:
 
     def step(self, batch: TransitionBatch, weights: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
         """One critic step, with an actor step and the targets' every ``policy_delay``-th; its
-        figures and |y - Q_1| (for the priorities). Raises NonFiniteLoss (``a3c.learner``),
+        figures and |y - Q_1| (for the priorities). Raises NonFiniteLoss (``a3c.algos.optimizer``),
         applying nothing, for a non-finite loss or norm."""
         net = self.net
         observations = torch.as_tensor(batch.states, device=self.device)

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from a3c.algos.replay import ReplaySettings
+from a3c.algos.replay_learner import ReplaySettings
 from a3c.algos.sac.settings import preset as sac_preset
-from a3c.settings import CORES, option
+from a3c.options import CORES, option
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from a3c.settings import ConfigError, option
+from a3c.options import ConfigError, option
 
 if TYPE_CHECKING:
     from tensorboardX import SummaryWriter

@@ -1,5 +1,6 @@
-"""What every algorithm's learner shares: Adam, the clipped step that refuses a non-finite
-loss, and the policy version (optimizer steps applied) kept in shared memory."""
+"""The optimizer step every algorithm's learner takes: Adam, the clipped step that refuses a non-finite
+loss, target nets that follow the online ones, and the policy version (optimizer steps
+applied) kept in shared memory."""
 from __future__ import annotations
 
 import copy

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from a3c.actor import VectorActor
 from a3c.algos import get_algorithm
+from a3c.env_runner import VectorActor
 from a3c.lib.envs import describe_env
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.models import build_net
