@@ -236,27 +236,6 @@ class MlpA2C(nn.Module):
         return head, self.value(observations).squeeze(-1)
 
 
-class CentralCriticMlp(nn.Module):
-    """A policy MLP on an agent's own observation and one-hot index (the last ``own_size``
-    features of a row) and a value MLP on the whole row, whose front holds every agent's
-    observation (``a3c.lib.multiagent.with_global_state``): MAPPO's centralised critic. A row of
-    ``own_size`` features alone (acting outside the workers: play, ``compute_action``) gets
-    the policy and zeros for values, which acting does not read."""
-
-    def __init__(self, own_size: int, global_size: int, n_actions: int, hidden: int = 128):
-        super().__init__()
-        self.own_size = own_size
-        self.policy = nn.Sequential(nn.Linear(own_size, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                    nn.Linear(hidden, n_actions))
-        self.value = nn.Sequential(nn.Linear(global_size + own_size, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                                   nn.ReLU(), nn.Linear(hidden, 1))
-
-    def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        observations = observations.float()
-        head = self.policy(observations[:, -self.own_size:])
-        if observations.shape[1] == self.own_size:
-            return head, torch.zeros(len(observations), device=observations.device)
-        return head, self.value(observations).squeeze(-1)
 
 
 class AtariFeatures(nn.Module):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
+from a3c.algos.mappo.nets import CentralCriticMlp
 from a3c.lib.envs import describe_env
-from a3c.lib.models import CentralCriticMlp
 from a3c.lib.multiagent import AgentSlots
 from a3c.play import play
 

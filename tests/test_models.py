@@ -3,13 +3,7 @@ import pytest
 import torch
 
 from a3c.lib.distributions import CATEGORICAL
-from a3c.lib.models import (
-    SCALING_CHUNK,
-    AtariA2C,
-    MlpA2C,
-    evaluate,
-    scaled_channels_last,
-)
+from a3c.lib.models import SCALING_CHUNK, AtariA2C, MlpA2C, evaluate, scaled_channels_last
 
 
 def test_sampled_actions_follow_the_softmax_of_the_logits():

@@ -38,7 +38,7 @@ class MAPPO(PPO):
         return {**super().acting_options(config, worker_id), "global_state": True}
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from a3c.lib.models import CentralCriticMlp
+        from a3c.algos.mappo.nets import CentralCriticMlp
 
         own = env_info.observation_shape[0] - env_info.global_state_size
         return CentralCriticMlp(own, env_info.global_state_size, env_info.n_actions)
