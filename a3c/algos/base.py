@@ -169,12 +169,14 @@ class Algorithm:
         return None
 
     def transitions_per_message(self, config: Config) -> int:
-        """About how many transitions one worker message carries (sizes the queues)."""
+        """About how many transitions one worker message stands for: a vector step's."""
         return config.envs_per_process
 
-    def rows_in_flight(self, config: Config) -> int:
-        """Transitions the workers may have sent and the learner not yet taken: two
-        learner batches, so that collecting and learning overlap (sizes the queues)."""
+    def transitions_ahead(self, config: Config) -> int:
+        """How far the workers may act ahead of the learner: transitions sent and not yet
+        learned from. Two learner batches by default, so that collecting and learning
+        overlap; more raises the policy lag. The transport turns it into queues, slots or
+        blocks."""
         return 2 * config.batch_size
 
     def payload(self, config: Config, env_info: EnvInfo, net: nn.Module) -> Payload:

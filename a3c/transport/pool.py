@@ -60,12 +60,12 @@ class WorkerInfo:
 
 def queue_capacity(algorithm: Algorithm, config: Config) -> int:
     """Messages in flight over all workers, on either backend: ``--queue-size``, else enough for
-    the algorithm's ``rows_in_flight`` and two per worker. Smaller and the learner waits on
+    the algorithm's ``transitions_ahead`` and two per worker. Smaller and the learner waits on
     workers that wait on it: with fewer than a batch of transitions in flight, collecting
     and learning take turns."""
     if config.queue_size:
         return config.queue_size
-    messages = -(-algorithm.rows_in_flight(config) // algorithm.transitions_per_message(config))
+    messages = -(-algorithm.transitions_ahead(config) // algorithm.transitions_per_message(config))
     return max(2 * config.processes, messages)
 
 

@@ -52,10 +52,10 @@ class PPO(ActorCritic):
         return f"ppo, rollouts of {config.rollout_length} steps x {config.epochs} epochs x " \
                f"{config.minibatches} minibatches"
 
-    def rows_in_flight(self, config: Config) -> int:
+    def transitions_ahead(self, config: Config) -> int:
         """A whole rollout: the workers keep acting through the learner's passes over the
         last one, as far as the next rollout; with ``sync_rollouts`` a message each, so that
-        they wait on full queues while the learner trains."""
+        they wait while the learner trains."""
         return config.envs_per_process if config.sync_rollouts else rollout_rows(vars(config))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:

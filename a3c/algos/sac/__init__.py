@@ -60,9 +60,9 @@ class SAC(Algorithm):
                               action_bytes=4 * env_info.n_actions)
         check_replay_fits(config, needed)
 
-    def rows_in_flight(self, config: Config) -> int:
-        """Two optimizer steps' worth of transitions (at one step a transition, the least the
-        queues hold: two messages a worker): the workers act with weights a few steps old,
+    def transitions_ahead(self, config: Config) -> int:
+        """Two optimizer steps' worth of transitions (at one step a transition; the transport
+        keeps two messages a worker at least): the workers act with weights a few steps old,
         where two learner batches in flight would be 512 transitions, 512 steps, behind."""
         return max(1, round(2 * config.batch_size / config.replay_ratio))
 
