@@ -26,15 +26,8 @@ from typing import Any, NoReturn
 
 from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
-from a3c.lib.envs import (
-    ATARI_SCREEN_SIZE,
-    SCREEN_SIZES,
-    EnvError,
-    EnvFamily,
-    EnvInfo,
-    EnvRecipe,
-    env_family,
-)
+from a3c.lib.env_kind import EnvFamily, env_family
+from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvInfo, EnvRecipe
 from a3c.options import ConfigError, Preset, option
 from a3c.transport.ray_cluster import parse_address
 

@@ -22,9 +22,9 @@ from torch import nn
 from a3c.algos import get_algorithm
 from a3c.algos.base import Algorithm
 from a3c.lib.distributions import policy_distribution
+from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvError, EnvRecipe
 from a3c.lib.models import evaluate
-from a3c.lib.multiagent import is_multiagent
 from a3c.lib.recurrent import is_recurrent
 from a3c.lib.recurrent import step as recurrent_step
 from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm

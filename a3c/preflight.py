@@ -12,7 +12,8 @@ from gymnasium.error import DependencyNotInstalled
 
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
-from a3c.lib.envs import EnvError, EnvInfo, registered_by_user
+from a3c.lib.env_kind import registered_by_user
+from a3c.lib.envs import EnvError, EnvInfo
 from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
 from a3c.options import ConfigError, available_memory
 from a3c.transport.backends import check_payload

@@ -38,7 +38,8 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
-from a3c.lib.envs import ATARI_FRAME_SKIP, is_atari, make_env
+from a3c.lib.env_kind import is_atari
+from a3c.lib.envs import ATARI_FRAME_SKIP, make_env
 from benchmarks.mujoco import ZOO_HALFCHEETAH_PPO, ZOO_HALFCHEETAH_PPO_STEPS
 
 

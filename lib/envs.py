@@ -12,7 +12,6 @@ accumulator also handles.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -23,13 +22,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
+from a3c.lib.env_kind import _spec, check_stackable, is_atari, is_multiagent, registered_by_user
 from a3c.lib.memory_task import register as register_memory_task
 from a3c.lib.multiagent import (
     AgentSlots,
     JointEnv,
     MultiAgentEnvError,
     agent_spaces,
-    is_multiagent,
     make_parallel_env,
     observation_width,
     reward_threshold,
@@ -44,7 +43,7 @@ from a3c.lib.observations import (
     needs_flattening,
     unflattened_space,
 )
-from a3c.lib.user_envs import EnvContext, is_user_env
+from a3c.lib.user_envs import EnvContext
 
 ATARI_FRAME_SKIP = 4
 ATARI_FRAME_STACK = 4
@@ -79,38 +78,12 @@ def run_frames_per_step(config: Any) -> int:
     return config.processes * config.envs_per_process * (ATARI_FRAME_SKIP if is_atari(config.env_id) else 1)
 
 
-def is_atari(env_id: str) -> bool:
-    """True when the registered entry point is the Arcade Learning Environment."""
-    return env_family(env_id).atari
 
 
-def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
-    """The registered spec; ``module:EnvId`` imports ``module`` first, as ``gym.make`` does.
-    The error keeps gymnasium's reason: its "Did you mean" and the version to use instead."""
-    module, _, name = env_id.rpartition(":")
-    try:
-        if module:
-            importlib.import_module(module)
-        return gym.spec(name)
-    except (gym.error.Error, ImportError) as exc:
-        raise EnvError(f"unknown env id {env_id!r}: {exc}") from exc
 
 
-def registered_by_user(env_id: str) -> bool:
-    """True for a name given to ``register_env``, also as ``module:name`` (the module, which
-    registers it, is imported first, as ``gymnasium.make`` does)."""
-    if is_multiagent(env_id):
-        return False
-    _spec(env_id)
-    return is_user_env(env_id.rpartition(":")[2])
 
 
-def check_stackable(env_id: str, frame_stack: int) -> None:
-    """Raise EnvError where ``--frame-stack`` cannot apply: Atari frames and several agents'
-    observations (``StackedObservations`` refuses images of too many channels itself)."""
-    if frame_stack > 1 and (is_atari(env_id) or is_multiagent(env_id)):
-        what = "Atari frames, which stack 4 already" if is_atari(env_id) else "several agents"
-        raise EnvError(f"--frame-stack is for one agent's own observations; {env_id} has {what}")
 
 
 def make_env(env_id: str, render_mode: str | None = None,
@@ -219,23 +192,8 @@ def make_vector_env(env_id: str, num_envs: int, noop_max: int = ATARI_NOOP_MAX,
     )
 
 
-@dataclass(frozen=True)
-class EnvFamily:
-    """What the settings need to know of an env, read from its registration alone: no env
-    is made, so a run's settings can be checked before anything starts."""
-
-    env_id: str
-    atari: bool
-    reward_threshold: float | None
-    multiagent: bool = False
 
 
-def env_family(env_id: str) -> EnvFamily:
-    """The env's family and goal; EnvError for an unknown id."""
-    if is_multiagent(env_id):
-        return EnvFamily(env_id, False, reward_threshold(env_id), multiagent=True)
-    spec = _spec(env_id)
-    return EnvFamily(env_id, "ale_py" in str(spec.entry_point), spec.reward_threshold)
 
 
 @dataclass(frozen=True)

@@ -106,18 +106,6 @@ class TwoStepGame:
         pass
 
 
-def is_multiagent(env_id: str) -> bool:
-    """The built-in two-step game, or an importable module with a PettingZoo ``parallel_env``
-    (``mpe2.simple_spread_v3``); never a gymnasium id (``module:Env`` included)."""
-    if env_id == TWO_STEP_GAME:
-        return True
-    if ":" in env_id or "." not in env_id:
-        return False
-    try:
-        module = importlib.import_module(env_id)
-    except ImportError:
-        return False
-    return callable(getattr(module, "parallel_env", None))
 
 
 def reward_threshold(env_id: str) -> float | None:

@@ -146,3 +146,22 @@ def test_the_ale_v5_ids_with_sticky_actions_run_in_both_paths():
     finally:
         native.close()
         single.close()
+
+
+def test_an_envs_kind_is_worked_out_once_per_id(monkeypatch):
+    """The path from the command line to the first worker asks an id's kind many times
+    (settings, pre-flight, each env made); the module probe behind it runs once."""
+    import importlib
+
+    from a3c.lib import env_kind
+
+    probes = []
+    real_import = importlib.import_module
+    monkeypatch.setattr(env_kind.importlib, "import_module", lambda name: probes.append(name) or real_import(name))
+    env_kind.env_family.cache_clear()
+    env_kind.is_multiagent.cache_clear()
+    for _ in range(3):
+        assert env_kind.env_family("tests.toy_envs:SideVec-v0").multiagent is False
+        assert env_kind.is_multiagent("tests.toy_envs:SideVec-v0") is False
+        assert env_kind.env_family("mpe2.simple_spread_v3").multiagent is True
+    assert sorted(probes) == ["mpe2.simple_spread_v3", "tests.toy_envs"]

@@ -100,7 +100,7 @@ class ActorCritic(Algorithm):
         shape = super().saved_net_shape(saved)
         if not shape["lstm"]:
             del shape["lstm_cell_size"]
-        from a3c.lib.envs import is_atari
+        from a3c.lib.env_kind import is_atari
 
         if "env_id" in saved and is_atari(saved["env_id"]):
             del shape["mlp_hidden"], shape["log_std_init"]

@@ -30,9 +30,10 @@ import torch
 from a3c.algos import get_algorithm
 from a3c.algos.optimizer import NonFiniteLoss
 from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
+from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
-from a3c.lib.multiagent import agent_rows, env_agents, is_multiagent
+from a3c.lib.multiagent import agent_rows, env_agents
 from a3c.lib.observations import STRUCTURED, flattened
 from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
