@@ -42,8 +42,16 @@ def main(argv: Sequence[str] | None = None, prog: str = COMMAND) -> int:
     mean = result["episode_reward_mean"]
     mean_text = "n/a" if mean is None else f"{mean:.2f}"
     print(f"{result['reason']}: {result['frames']:,} frames, {result['episodes']:,} episodes, "
-          f"{result['seconds']:.1f} s, mean-100 reward {mean_text}; saved "
-          f"{os.path.join(result['run_dir'], 'checkpoint.pt')}", flush=True)
+          f"{result['seconds']:.1f} s, mean-100 reward {mean_text}; {checkpoint_said(result)}", flush=True)
     if result["message"]:
         print(f"error: {result['message']}", file=sys.stderr, flush=True)
     return exit_code(result["reason"])
+
+
+def checkpoint_said(result: dict) -> str:
+    """What the closing line says of the checkpoint: only a file that exists is named, and a
+    run that ended on a non-finite signal kept an older one rather than saving."""
+    path = os.path.join(result["run_dir"], "checkpoint.pt")
+    if not os.path.exists(path):
+        return "no checkpoint was written"
+    return f"kept the last good checkpoint {path}" if result["reason"] == "non_finite" else f"saved {path}"

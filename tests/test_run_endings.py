@@ -14,6 +14,7 @@ from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.trainer import exit_code
 from tests.conftest import Trainer
 from tests.helpers import alive, only_run_dir, pids, scalars
+from tests.test_honest_endings import strict_loads
 
 PROGRESS = "mean-100 reward"
 """In every console progress line: the learner's loop is running on the children's data."""
@@ -230,7 +231,8 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, mode
     assert "non-finite training signal" in result["message"]
     assert "kept the last good checkpoint" in result["message"]
     assert checkpoint.read_bytes() == good
-    assert json.loads((checkpoint.parent / "summary.json").read_text())["reason"] == "non_finite"
+    summary = strict_loads((checkpoint.parent / "summary.json").read_text())  # no NaN: JSON every parser reads
+    assert summary["reason"] == "non_finite"
 
 
 @pytest.mark.timeout(180)

@@ -139,12 +139,13 @@ gym.register("Hanging-v0", entry_point=HangingEnv)
 
 
 class NanRewardEnv(CountingEnv):
-    """Counting, but every reward is NaN while ``A3C_TOY_NAN_REWARD`` is set in the environment."""
+    """Counting, but every reward is NaN while ``A3C_TOY_NAN_REWARD`` is set in the environment
+    (infinite where it says inf)."""
 
     def step(self, action):
         observation, reward, terminated, truncated, info = super().step(action)
         if os.environ.get("A3C_TOY_NAN_REWARD"):
-            reward = float("nan")
+            reward = float("inf") if os.environ["A3C_TOY_NAN_REWARD"] == "inf" else float("nan")
         return observation, reward, terminated, truncated, info
 
 

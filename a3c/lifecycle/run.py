@@ -4,7 +4,6 @@ summary.json says."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from a3c.lifecycle.checkpoint import (
     save_checkpoint,
 )
 from a3c.lifecycle.rollback import BestState
+from a3c.lifecycle.strict_json import strict_dumps
 
 EXIT_CODES = {"solved": 0, "frame_budget": 0, "time_budget": 0, "stopped": 0, "stop_criterion": 0,
               "interrupted": 130, "terminated": 143}
@@ -104,7 +104,7 @@ class Run:
     def write_summary(self, reason: str, seconds: float) -> None:
         summary = {"reason": reason, "seconds": round(seconds, 3),
                    "mean_reward_100": self.rewards.mean_reward, **dataclasses.asdict(self.counters)}
-        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (self.run_dir / "summary.json").write_text(strict_dumps(summary, indent=2) + "\n")
 
 
 def run_name(config: Config) -> str:

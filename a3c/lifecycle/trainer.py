@@ -217,12 +217,16 @@ class Trainer:
             self.log_scalar(tag, value)
         return figures
 
-    def save(self, directory: str | Path | None = None) -> Path:
-        """Write ``checkpoint.pt`` (the CLI's format) in ``directory``, by default the run's;
-        its path. ``Trainer.restore(path)`` or ``run_a3c.py --resume path`` goes on from it."""
-        if directory is not None:
-            Path(directory).mkdir(parents=True, exist_ok=True)
-        return self._save("checkpoint.pt", None if directory is None else Path(directory))
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write a checkpoint (the CLI's format): to ``path`` itself where it ends in ``.pt``,
+        else as ``checkpoint.pt`` in the folder ``path``, by default the run's; its path.
+        ``Trainer.restore(path)`` or ``run_a3c.py --resume path`` goes on from it."""
+        if path is None:
+            return self._save("checkpoint.pt")
+        path = Path(path)
+        folder, name = (path.parent, path.name) if path.suffix == ".pt" else (path, "checkpoint.pt")
+        folder.mkdir(parents=True, exist_ok=True)
+        return self._save(name, folder)
 
     def compute_action(self, observation: np.ndarray, greedy: bool = False, agent: str | None = None,
                        state: np.ndarray | None = None) -> int | np.ndarray | tuple[int | np.ndarray, np.ndarray]:
