@@ -61,3 +61,20 @@ def test_a_run_whose_rewards_become_infinite_says_no_false_saved_and_writes_stri
     assert summary["mean_reward_100"] is None and summary["non_finite"] == {"mean_reward_100": "inf"}
     for line in (run_dir / "progress.jsonl").read_text().splitlines():
         strict_loads(line)
+
+
+def test_a_resumed_run_writes_where_its_name_and_logdir_say_and_leaves_the_old_folder_alone(tmp_path):
+    with Trainer(env="CartPole-v1", name="first", backend="serial", logdir=str(tmp_path), max_frames=400) as trainer:
+        while not trainer.train()["done"]:
+            pass
+    (first,) = tmp_path.iterdir()
+    checkpoint = first / "checkpoint.pt"
+    saved, files = checkpoint.read_bytes(), sorted(path.name for path in first.iterdir())
+    with Trainer.restore(checkpoint, name="second", max_frames=800) as trainer:
+        assert trainer.run_dir.parent == tmp_path and trainer.run_dir.name.startswith("second__")
+        while not (result := trainer.train())["done"]:
+            pass
+    assert result["frames"] >= 800 and (trainer.run_dir / "checkpoint.pt").is_file()
+    assert checkpoint.read_bytes() == saved and sorted(path.name for path in first.iterdir()) == files
+    with Trainer.restore(checkpoint, max_frames=800) as trainer:  # no other name: in its own folder
+        assert trainer.run_dir == first

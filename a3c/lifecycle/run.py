@@ -177,13 +177,21 @@ RUN_DIR_TRIES = 100
 """Runs of one name, env and seed that may start in the same second, each getting a folder."""
 
 
-def make_run_dir(config: Config) -> Path:
-    """The run's directory, created now (a resumed run's is the checkpoint's); ConfigError
-    with the system's reason when it cannot be, before any worker exists. A run that starts
-    in the same second as another of its name, env and seed (a loop in a notebook, runs
-    launched together) gets the name with -2, -3, ...: creating a folder is atomic, so two
-    processes never share one."""
-    if config.resume is not None:
+def resumes_in_place(config: Config, saved_name: str | None) -> bool:
+    """A resumed run goes on in its checkpoint's folder where ``--name`` is the checkpoint's
+    (``saved_name``) and ``--logdir`` the folder that holds its folder; given another name or
+    logdir, it writes a new run folder of theirs, and the checkpoint's is left as it was."""
+    folder = Path(config.resume).resolve().parent
+    return config.name == (saved_name or config.name) and folder.parent == Path(config.logdir).resolve()
+
+
+def make_run_dir(config: Config, saved_name: str | None = None) -> Path:
+    """The run's directory, created now (a resumed run's is the checkpoint's where
+    ``resumes_in_place``, given the checkpoint's run name); ConfigError with the system's reason when it cannot be, before any
+    worker exists. A run that starts in the same second as another of its name, env and
+    seed (a loop in a notebook, runs launched together) gets the name with -2, -3, ...:
+    creating a folder is atomic, so two processes never share one."""
+    if config.resume is not None and resumes_in_place(config, saved_name):
         return Path(config.resume).resolve().parent
     name = run_name(config)
     for attempt in range(1, RUN_DIR_TRIES + 1):

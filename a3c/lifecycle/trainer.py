@@ -98,13 +98,15 @@ class Trainer:
                 **overrides: Any) -> Trainer:
         """The run saved at ``path``, with its settings (``overrides`` replace some, as a
         budget): counters, optimizer, reward window and TensorBoard axis go on in its
-        directory. The file is read once."""
+        directory, or in a new run folder where ``name`` or ``logdir`` name another
+        (``run.resumes_in_place``). The file is read once."""
         state = read_checkpoint(str(path))
         algorithm = get_algorithm(saved_algorithm(state))
         saved = state.get("config", {})
         saved = {**saved, **algorithm.saved_net_shape(saved)}
         settings = {keyword(setting): saved[setting.name]
                     for setting in settings_of(algorithm.name) if setting.name in saved}
+        settings["logdir"] = str(Path(path).resolve().parent.parent)  # its folder's, wherever it moved
         config = make_config(**{**settings, **overrides, "resume": str(path)})
         return cls.from_config(config, callbacks, restored=state, reporter=reporter)
 
@@ -121,7 +123,7 @@ class Trainer:
         if self._goal is None:
             self._goal = config.stop_reward
         self._shared = share_net(config, self.algorithm, env_info, restored)
-        self.run_dir = make_run_dir(config)
+        self.run_dir = make_run_dir(config, (self._shared.restored or {}).get("config", {}).get("name"))
         self._tracking = Tracking(config, self.run_dir) if config.track else None
         if self._tracking is not None:  # last: it logs the result as the other callbacks leave it
             self.callbacks.append(self._tracking)
@@ -342,7 +344,7 @@ class Trainer:
                 f"run {run.run_dir} | {config.env_id} | {self.algorithm.describe(config)} | "
                 f"{config.processes} processes x {config.envs_per_process} envs | device {config.device}"
                 f"{', bfloat16' if config.bf16 else ''}"
-                + (f" | resumed at frame {run.counters.frames:,}" if config.resume else ""))
+                + (f" | resumed at frame {run.counters.frames:,} from {config.resume}" if config.resume else ""))
             run.learner.begin(run.writer, run.counters.frames, shared.restored, self.reporter)
             self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal,
                                    save_checkpoint=lambda: self._save("checkpoint.pt"),
