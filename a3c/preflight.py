@@ -1,5 +1,6 @@
 """Pre-flight: what the machine must give a run, asked once, before any worker starts: the
-env's spaces (one env is made), gymnasium's env checker on a user's own env, the
+env's spaces (one env is made), its observations against its space (a reset and a few
+steps of another), gymnasium's env checker on a user's own env, the
 algorithm's needs (a replay buffer's memory), memory for the children, CUDA, a writable
 ``--logdir``, wandb for ``--track``, and Ray with an address that answers. Each failure is one ConfigError line,
 so the CLI exits 2 before anything starts."""
@@ -8,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import gymnasium as gym
 from gymnasium.error import DependencyNotInstalled
 
 from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
 from a3c.lib.env_kind import registered_by_user
 from a3c.lib.envs import EnvError, EnvInfo
+from a3c.lib.observation_check import check_observations
 from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
 from a3c.options import ConfigError, available_memory
 from a3c.transport.backends import check_payload
@@ -54,6 +57,8 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"making {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
     if users:
         check_user_env(config)
+    if not (env_info.atari or env_info.agents):
+        check_env_observations(config)
     if env_info.agents:
         try:
             parse_policy_mapping(config.policies, env_info.agents)
@@ -103,6 +108,22 @@ def check_user_env(config: Config) -> None:
         raise ConfigError(f"{config.env_id} fails gymnasium's env checker: {first_line}") from exc
     finally:
         env.close()
+
+
+def check_env_observations(config: Config) -> None:
+    """ConfigError for observations of a reset and a few random steps that do not match the
+    env's observation space (shape, dtype, each Dict key) or are not finite: every worker
+    would crash on them, or train on NaN."""
+    raw: list[gym.Env] = []
+    env = config.env_recipe.make(wrap_raw=lambda inner: raw.append(inner) or inner)
+    try:
+        problem = check_observations(raw[0], config.seed)
+    except Exception as exc:  # a user's env may fail any way; one line says how
+        raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        env.close()
+    if problem:
+        raise ConfigError(f"{config.env_id}'s observations do not match its observation space {problem}")
 
 
 def is_writable_dir(path: str) -> bool:

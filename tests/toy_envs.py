@@ -284,3 +284,18 @@ class ReachEnv(gym.Env):
 
 
 gym.register("Reach-v0", entry_point=ReachEnv)
+
+
+class WrongShapeEnv(CountingEnv):
+    """Counting, but from its third step the observation has two numbers where its space
+    says one (``A3C_TOY_BAD_OBSERVATION=nan``: a NaN instead)."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = super().step(action)
+        if self.t >= 3:
+            bad = os.environ.get("A3C_TOY_BAD_OBSERVATION") == "nan"
+            observation = np.array([np.nan], np.float32) if bad else np.zeros(2, np.float32)
+        return observation, reward, terminated, truncated, info
+
+
+gym.register("WrongShape-v0", entry_point=WrongShapeEnv)

@@ -437,7 +437,13 @@ class Trainer:
 def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
     """ValueError, naming the shape the net takes, for an array observation of another size
     (a Dict's or Tuple's own is checked by its flattening, a multi-agent env's joint one by
-    its agents' nets): torch's own error names only matrix shapes."""
+    its agents' nets): torch's own error names only matrix shapes. ValueError too for a
+    float observation holding NaN or an infinity, which would give an action silently."""
+    values = [np.asarray(part) for part in (observation.values() if isinstance(observation, Mapping) else
+                                            observation if isinstance(observation, tuple) else [observation])]
+    if any(value.dtype.kind == "f" and not np.all(np.isfinite(value)) for value in values):
+        raise ValueError(f"the observation holds NaN or infinite values; {env_info.env_id}'s policy acts only on "
+                         "finite ones")
     raw_space = env_info.raw_observation_space
     flat_already = isinstance(raw_space, STRUCTURED) and isinstance(observation, np.ndarray)
     if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box) and not flat_already):

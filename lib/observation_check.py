@@ -1,0 +1,65 @@
+"""An env's observations against its observation space, before any worker steps it: a
+shape, a dtype or a Dict key that does not match would crash every worker as it writes the
+observation into its vector env's arrays, and a NaN or an infinity would reach the loss.
+One line names the first mismatch, where it was seen (the reset, or step N) and the part of
+the observation (a Dict's key, a Tuple's index)."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+CHECKED_STEPS = 5
+"""Steps of random actions checked after the reset."""
+
+
+def observation_problem(space: gym.Space, observation: Any, part: str = "") -> str | None:
+    """What is wrong with ``observation`` for ``space`` (None: nothing), naming ``part``."""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(observation, dict):
+            return f"{part or 'the observation'} is a {type(observation).__name__}, its space a Dict"
+        for key, subspace in space.spaces.items():
+            if key not in observation:
+                return f"{part}[{key!r}] is missing"
+            problem = observation_problem(subspace, observation[key], f"{part}[{key!r}]")
+            if problem:
+                return problem
+        extra = sorted(set(observation) - set(space.spaces))
+        return f"{part} has keys its space lacks: {extra}" if extra else None
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(observation, tuple) or len(observation) != len(space.spaces):
+            return f"{part or 'the observation'} is not a tuple of {len(space.spaces)}"
+        for index, (subspace, item) in enumerate(zip(space.spaces, observation)):
+            problem = observation_problem(subspace, item, f"{part}[{index}]")
+            if problem:
+                return problem
+        return None
+    array = np.asarray(observation)
+    name = part or "the observation"
+    if space.shape is not None and array.shape != space.shape:
+        return f"{name} has shape {array.shape} and its space {space.shape}"
+    if space.dtype is not None and not np.can_cast(array.dtype, space.dtype, casting="same_kind"):
+        return f"{name} is {array.dtype} and its space {space.dtype}"
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        return f"{name} holds NaN or infinite values"
+    return None
+
+
+def check_observations(env: gym.Env, seed: int, steps: int = CHECKED_STEPS) -> str | None:
+    """The first problem of the reset's and ``steps`` random steps' observations, with where
+    it was seen; None where all match the env's space. The env is left open."""
+    space = env.observation_space
+    env.action_space.seed(seed)
+    observation, _ = env.reset(seed=seed)
+    problem = observation_problem(space, observation)
+    if problem:
+        return f"after reset: {problem}"
+    for step in range(1, steps + 1):
+        observation, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        problem = observation_problem(space, observation)
+        if problem:
+            return f"after step {step}: {problem}"
+        if terminated or truncated:
+            observation, _ = env.reset()
+    return None
