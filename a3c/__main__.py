@@ -23,6 +23,9 @@ def train() -> None:
     The working folder is searched last for modules, as ``python -m`` and ``python run_a3c.py``
     from there search it first: ``--env mymodule:grid`` and ``--callbacks mymodule:Class`` find
     the user's module (spawned workers inherit the search path)."""
+    from a3c.lifecycle.signals import keep_early_signals
+
+    keep_early_signals()  # before the heavy imports: a signal during them is kept, not lost
     from a3c.cli import main
 
     if os.getcwd() not in sys.path:

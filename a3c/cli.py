@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from a3c.config import COMMAND, ConfigError, exit_on_config_error, parse_config
 from a3c.lifecycle.reporter import ConsoleReporter
-from a3c.lifecycle.signals import StopSignals
+from a3c.lifecycle.signals import REASONS, StopSignals, early_signal
 from a3c.lifecycle.trainer import Trainer, exit_code
 from a3c.preflight import preflight
 
@@ -19,8 +19,15 @@ def main(argv: Sequence[str] | None = None, prog: str = COMMAND) -> int:
     the run's exit code."""
     try:
         config = parse_config(argv, prog)
-        trainer = Trainer.from_config(config, env_info=preflight(config),
-                                      reporter=ConsoleReporter())
+        env_info = preflight(config)
+    except ConfigError as error:
+        exit_on_config_error(error, prog)
+    signum = early_signal()
+    if signum is not None:  # before any run folder, child or actor: nothing to stop or save
+        print(f"{REASONS[signum]} before the run started: nothing was written", file=sys.stderr, flush=True)
+        return 128 + signum
+    try:
+        trainer = Trainer.from_config(config, env_info=env_info, reporter=ConsoleReporter())
     except ConfigError as error:
         exit_on_config_error(error, prog)
 

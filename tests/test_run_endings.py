@@ -2,7 +2,10 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 
+import psutil
 import pytest
 import torch
 
@@ -12,7 +15,7 @@ from a3c.lib.envs import describe_env
 from a3c.lib.models import build_net
 from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.trainer import exit_code
-from tests.conftest import Trainer
+from tests.conftest import ROOT, RUN_A3C, Trainer
 from tests.helpers import alive, only_run_dir, pids, scalars
 from tests.test_honest_endings import strict_loads
 
@@ -246,3 +249,35 @@ def test_a_checkpoint_of_one_mode_resumes_in_the_other(tmp_path):
     after = load_checkpoint(checkpoint)
     assert after["counters"]["frames"] >= 16000 > frames
     assert after["config"]["mode"] == "grads"
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for ``signum`` (``SigCgt`` in /proc)."""
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_in_the_first_instant_of_start_up_ends_the_run_with_nothing_started(tmp_path, signum, exit_code):
+    """Started as a shell starts a background job (SIGINT ignored), signalled as soon as the
+    command catches the signal, while it still imports: the run ends with the signal's code,
+    no child, no run folder, one line saying so."""
+    ignoring = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")  # SIG_IGN outlives exec
+    process = subprocess.Popen([sys.executable, "-c", ignoring, *RUN_A3C[1:], "-n", "early", "--env", "CartPole-v1",
+                                "--logdir", str(tmp_path)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (psutil.Process(process.pid).cmdline()[1:2] == RUN_A3C[1:] and catches(process.pid, signum)):
+            assert process.poll() is None, process.communicate()
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=50)
+    finally:
+        process.kill()
+    assert process.returncode == exit_code, stdout + stderr
+    reason = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}[signum]
+    assert stderr.strip().splitlines() == [f"{reason} before the run started: nothing was written"]
+    assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
+    assert psutil.Process().children(recursive=True) == []

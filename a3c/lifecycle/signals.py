@@ -19,6 +19,23 @@ def _never() -> bool:
 
 REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
+_early: list[int] = []
+"""Signals that arrived between ``keep_early_signals`` and a run's ``StopSignals``."""
+
+
+def keep_early_signals() -> None:
+    """From a command's first instant: keep a Ctrl-C or SIGTERM for the run to obey once it
+    can, instead of losing it (a shell starts a background job with SIGINT ignored, and a
+    run installs its handlers only after its imports) or raising it in the middle of an
+    import."""
+    for signum in REASONS:
+        signal.signal(signum, lambda received, frame: _early.append(received))
+
+
+def early_signal() -> int | None:
+    """The first signal ``keep_early_signals`` kept, if any."""
+    return _early[0] if _early else None
+
 
 class StopSignals:
     """Installed for the life of a run: ``with StopSignals(exit_now, request_stop, ending): ...``."""
@@ -36,6 +53,8 @@ class StopSignals:
     def __enter__(self) -> StopSignals:  # noqa: PYI034 - Self needs Python 3.11
         for signum in REASONS:
             self._previous[signum] = signal.signal(signum, self._handle)
+        if early_signal() is not None:  # kept since the command started: obeyed now
+            self._handle(early_signal(), None)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
