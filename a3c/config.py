@@ -102,8 +102,12 @@ class RunSettings:
                          "values, or a named preset of the algorithm", "default")
     queue_size: int = option("messages with arrays in flight (0: enough for two learner batches, "
                              "two per worker at least)", 0, at_least=0)
-    max_worker_restarts: int = option("dead workers replaced over the run before it stops", 3,
+    max_worker_restarts: int = option("dead or stuck workers replaced over the run before it stops", 3,
                                       at_least=0)
+    worker_timeout: float = option(
+        "--backend mp: seconds a worker may send nothing (while the learner reads the others) before it is "
+        "named, killed and restarted, counted against --max-worker-restarts; long enough for a slow env's "
+        "reset", 120.0, above=0.0)
     backend: str = option("mp: workers are processes on this machine; ray: Ray actors on any "
                           "node of a Ray cluster (the `ray` extra); serial: every worker's envs "
                           "stepped in turn in this process, for debugging (breakpoints in an env "

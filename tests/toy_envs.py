@@ -299,3 +299,24 @@ class WrongShapeEnv(CountingEnv):
 
 
 gym.register("WrongShape-v0", entry_point=WrongShapeEnv)
+
+
+class HangOnceEnv(CountingEnv):
+    """Counting, but the first env of all the run's worker processes to reach its third step
+    there sleeps for good: it makes ``A3C_TOY_HANG_FILE`` (``O_EXCL``, so one env only, once,
+    also across restarts). The learner's own env (the pre-flight's) never hangs."""
+
+    def step(self, action):
+        in_worker = multiprocessing.parent_process() is not None
+        if self.t == 2 and in_worker and os.environ.get("A3C_TOY_HANG_FILE"):
+            try:
+                os.close(os.open(os.environ["A3C_TOY_HANG_FILE"], os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                while True:
+                    time.sleep(60)
+        return super().step(action)
+
+
+gym.register("HangOnce-v0", entry_point=HangOnceEnv)

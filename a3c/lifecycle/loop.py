@@ -154,6 +154,8 @@ class EventLoop:
                          self.pool.child_wait_seconds(), run.rewards.mean_reward, run.rewards.custom_summary())
         for name, value in run.rewards.custom_summary().items():
             run.writer.add_scalar(f"custom_metrics/{name}", value, run.counters.frames)
+        for worker_id, age in enumerate(self.pool.message_ages()):
+            run.writer.add_scalar(f"workers/last_message_seconds/{worker_id}", age, run.counters.frames)
         self._roll_back_if_locked()
         self.log_scalars()
 

@@ -37,14 +37,14 @@ class WorkerDied(RuntimeError):
     """A child exited while the run still needed it."""
 
     def __init__(self, worker_id: int, exitcode: int | None, child_traceback: str | None = None,
-                 fatal: bool = False):
+                 fatal: bool = False, cause: str | None = None):
         self.worker_id = worker_id
         self.exitcode = exitcode
         self.child_traceback = child_traceback
         self.fatal = fatal
         """A user's callback raised in the worker: restarting it would only raise again."""
         detail = f" with exit code {exitcode}" if exitcode is not None else ""
-        super().__init__(f"worker {worker_id} died{detail}")
+        super().__init__(cause or f"worker {worker_id} died{detail}")
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,11 @@ class WorkerPool(abc.ABC):
     @abc.abstractmethod
     def child_wait_seconds(self) -> float:
         """Seconds all children together have waited on the learner so far."""
+
+    def message_ages(self) -> list[float]:
+        """Seconds since each worker last sent a message, where the backend watches them
+        (``--worker-timeout``); empty where it does not."""
+        return []
 
     @abc.abstractmethod
     def queued(self) -> int:

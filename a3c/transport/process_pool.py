@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from a3c.lib.envs import EnvInfo
 
 LIVENESS_CHECK_SECONDS = 0.5
+AWAY_SECONDS = 2.0
+"""A gap this long between two reads means the learner was away (a long update, a checkpoint
+written, the process stopped): that time does not count against the workers' silence."""
 
 
 @contextlib.contextmanager
@@ -101,6 +104,9 @@ class ProcessPool(WorkerPool):
         self._tasks: list = [None] * processes
         self._env_task: Any = None
         self._next_liveness_check = 0.0
+        self._last_heard = [0.0] * processes
+        """When each child was started or last sent a message (time.monotonic)."""
+        self._last_read = time.monotonic()
         self._closed = False
 
     def start(self) -> None:
@@ -124,6 +130,7 @@ class ProcessPool(WorkerPool):
         )
         with _main_script_left_out():
             process.start()
+        self._last_heard[worker_id] = time.monotonic()
         self._channels[worker_id] = channel
         self._processes[worker_id] = process
 
@@ -175,13 +182,19 @@ class ProcessPool(WorkerPool):
         a child that was already restarted is returned as it is, for its traceback.
         """
         now = time.monotonic()
+        if now - self._last_read > AWAY_SECONDS:  # the learner was away: the children's silence is not theirs
+            self._last_heard = [heard + now - self._last_read for heard in self._last_heard]
+        self._last_read = now
         if now >= self._next_liveness_check:
             self._next_liveness_check = now + LIVENESS_CHECK_SECONDS
             self.check_alive()
+            self.check_heard_from(now)
         message = self._salvaged.popleft() if self._salvaged else self._next_message(timeout)
+        self._last_read = time.monotonic()
         if message is None:
             self.check_alive()
             return None
+        self._last_heard[message.worker_id] = self._last_read
         # a dead child's slot records went with its queue, so every slot record is current
         if isinstance(message, SlotRows):
             return self._channels[message.worker_id].take(message)
@@ -210,6 +223,24 @@ class ProcessPool(WorkerPool):
         for worker_id, process in enumerate(self._processes):
             if process.exitcode is not None:
                 raise WorkerDied(worker_id, process.exitcode)
+
+    def check_heard_from(self, now: float) -> None:
+        """WorkerDied for a live child that has sent nothing for ``--worker-timeout`` seconds
+        with nothing of its own waiting to be read (a child blocked on its full queue is
+        waiting for the learner, not stuck); ``restart`` kills it."""
+        for worker_id, heard in enumerate(self._last_heard):
+            silent = now - heard
+            if silent > self.config.worker_timeout and self._queues[worker_id].empty():
+                raise WorkerDied(worker_id, None, cause=(
+                    f"worker {worker_id} (pid {self._processes[worker_id].pid}) sent nothing for {silent:.0f} s "
+                    f"(--worker-timeout {self.config.worker_timeout:g}): taken for stuck and killed"))
+
+    def message_ages(self) -> list[float]:
+        """Seconds since each child last sent a message (or started), the learner's absences
+        left out."""
+        now = time.monotonic()
+        away = max(0.0, now - self._last_read - AWAY_SECONDS)
+        return [max(0.0, now - heard - away) for heard in self._last_heard]
 
     def kill(self) -> None:
         """SIGKILL every child at once: the way out when there is no time for ``close``."""
