@@ -57,8 +57,6 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"making {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
     if users:
         check_user_env(config)
-    if not (env_info.atari or env_info.agents):
-        check_env_observations(config)
     if env_info.agents:
         try:
             parse_policy_mapping(config.policies, env_info.agents)
@@ -74,6 +72,8 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--algo {config.algo} takes {' and '.join(sorted(algorithm.action_spaces))} actions "
                           f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
+    if not (env_info.atari or env_info.agents):
+        check_env_observations(config)
     if config.cuda:
         import torch
 

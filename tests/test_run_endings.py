@@ -266,6 +266,7 @@ def test_a_signal_in_the_first_instant_of_start_up_ends_the_run_with_nothing_sta
     no child, no run folder, one line saying so."""
     ignoring = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                 "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")  # SIG_IGN outlives exec
+    before = set(psutil.Process().children(recursive=True))
     process = subprocess.Popen([sys.executable, "-c", ignoring, *RUN_A3C[1:], "-n", "early", "--env", "CartPole-v1",
                                 "--logdir", str(tmp_path)],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -280,4 +281,4 @@ def test_a_signal_in_the_first_instant_of_start_up_ends_the_run_with_nothing_sta
     reason = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}[signum]
     assert stderr.strip().splitlines() == [f"{reason} before the run started: nothing was written"]
     assert not tmp_path.exists() or list(tmp_path.iterdir()) == []
-    assert psutil.Process().children(recursive=True) == []
+    assert set(psutil.Process().children(recursive=True)) - before == set()  # nothing of the run's left

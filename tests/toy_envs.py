@@ -93,10 +93,11 @@ register_env("toy-steps", lambda config: StepsEnv(config.get("length", 3)))
 
 
 class CrashingEnv(CountingEnv):
-    """Raises on the third step, to test that a child's exception reaches the learner."""
+    """Raises on the third step of its second episode, to test that a child's exception
+    reaches the learner (the pre-flight's check of one episode's observations passes)."""
 
     def step(self, action):
-        if self.t == 2:
+        if self.t == 2 and self.episode_index >= 1:
             raise RuntimeError("toy env failure on purpose")
         return super().step(action)
 
@@ -127,10 +128,11 @@ gym.register("SlowClose-v0", entry_point=SlowCloseEnv)
 
 
 class HangingEnv(CountingEnv):
-    """Never returns from its third step: an actor stepping it hangs."""
+    """Never returns from the third step of its second episode: an actor stepping it hangs,
+    while the pre-flight's check of one episode's observations passes."""
 
     def step(self, action):
-        if self.t == 2:
+        if self.t == 2 and self.episode_index >= 1:
             time.sleep(3600.0)
         return super().step(action)
 
