@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import threading
 
 import gymnasium as gym
 from gymnasium.error import DependencyNotInstalled
@@ -110,17 +112,36 @@ def check_user_env(config: Config) -> None:
         env.close()
 
 
+class _StepTimeout(Exception):
+    """The env took longer than ``--worker-timeout`` over the check's reset and steps."""
+
+
+def _time_out(signum: int, frame: object) -> None:
+    raise _StepTimeout
+
 def check_env_observations(config: Config) -> None:
     """ConfigError for observations of a reset and a few random steps that do not match the
     env's observation space (shape, dtype, each Dict key) or are not finite: every worker
-    would crash on them, or train on NaN."""
+    would crash on them, or train on NaN. An env that takes longer than ``--worker-timeout``
+    over them is a ConfigError too, not a start that never ends (the main thread's timer;
+    elsewhere the check waits)."""
     raw: list[gym.Env] = []
     env = config.env_recipe.make(wrap_raw=lambda inner: raw.append(inner) or inner)
+    timed = threading.current_thread() is threading.main_thread()
+    if timed:
+        previous = signal.signal(signal.SIGALRM, _time_out)
+        signal.setitimer(signal.ITIMER_REAL, config.worker_timeout)
     try:
         problem = check_observations(raw[0], config.seed)
+    except _StepTimeout:
+        raise ConfigError(f"{config.env_id} took more than --worker-timeout {config.worker_timeout:g} s over a "
+                          "reset and a few steps") from None
     except Exception as exc:  # a user's env may fail any way; one line says how
         raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
     finally:
+        if timed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
         env.close()
     if problem:
         raise ConfigError(f"{config.env_id}'s observations do not match its observation space {problem}")

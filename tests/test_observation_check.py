@@ -56,3 +56,28 @@ def test_compute_action_refuses_a_non_finite_observation(tmp_path):
     with pytest.raises(ValueError, match="NaN or infinite"):
         trainer.compute_actions(np.array([[0.0, 0.0, np.inf, 0.0]], np.float32))
     assert trainer.compute_action(np.zeros(4, np.float32)) in (0, 1)
+
+
+class SlowResetEnv(gym.Env):
+    """Takes 30 s to reset: longer than the test's --worker-timeout."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        import time
+
+        time.sleep(30)
+        return np.zeros(1, np.float32), {}
+
+
+gym.register("SlowReset-v0", entry_point=SlowResetEnv)
+
+
+@pytest.mark.timeout(60)
+def test_an_env_that_hangs_in_the_check_is_one_line_after_the_worker_timeout(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "slow", "--env", "SlowReset-v0", "--logdir", str(tmp_path), "--worker-timeout", "1"])
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err.strip().splitlines()
+    assert stderr == ["run_a3c.py: error: SlowReset-v0 took more than --worker-timeout 1 s over a reset and a few steps"]
