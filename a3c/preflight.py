@@ -1,6 +1,6 @@
 """Pre-flight: what the machine must give a run, asked once, before any worker starts: the
-env's spaces (one env is made), its observations against its space (a reset and a few
-steps of another), gymnasium's env checker on a user's own env, the
+env's spaces (one env is made), a second env stepped by gymnasium's env checker where a
+user's creator makes it and by the check of its observations against its space, the
 algorithm's needs (a replay buffer's memory), memory for the children, CUDA, a writable
 ``--logdir``, wandb for ``--track``, and Ray with an address that answers. Each failure is one ConfigError line,
 so the CLI exits 2 before anything starts."""
@@ -57,8 +57,6 @@ def preflight(config: Config) -> EnvInfo:
         if not (users or config.env_config):
             raise
         raise ConfigError(f"making {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
-    if users:
-        check_user_env(config)
     if env_info.agents:
         try:
             parse_policy_mapping(config.policies, env_info.agents)
@@ -75,7 +73,7 @@ def preflight(config: Config) -> EnvInfo:
                           f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
     if not (env_info.atari or env_info.agents):
-        check_env_observations(config)
+        check_env_steps(config, users)
     if config.cuda:
         import torch
 
@@ -97,34 +95,23 @@ def preflight(config: Config) -> EnvInfo:
     return env_info
 
 
-def check_user_env(config: Config) -> None:
-    """gymnasium's env checker on one env made by a creator given to ``register_env``: what it
-    finds wrong is a ConfigError; its warnings are shown and the run goes on."""
-    from gymnasium.utils.env_checker import check_env
-
-    env = config.env_recipe.make()
-    try:
-        check_env(env.unwrapped, skip_render_check=True)
-    except Exception as exc:  # the checker asserts, and the env may raise anything
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{config.env_id} fails gymnasium's env checker: {first_line}") from exc
-    finally:
-        env.close()
-
-
-class _StepTimeout(Exception):
-    """The env took longer than ``--worker-timeout`` over the check's reset and steps."""
+class _StepTimeout(BaseException):
+    """The env took longer than ``--worker-timeout`` over the checks' resets and steps; not an
+    Exception, so that neither the checks' nor the env's own ``except Exception`` takes it."""
 
 
 def _time_out(signum: int, frame: object) -> None:
     raise _StepTimeout
 
-def check_env_observations(config: Config) -> None:
-    """ConfigError for observations of a reset and a few random steps that do not match the
-    env's observation space (shape, dtype, each Dict key) or are not finite: every worker
-    would crash on them, or train on NaN. An env that takes longer than ``--worker-timeout``
-    over them is a ConfigError too, not a start that never ends (the main thread's timer;
-    elsewhere the check waits)."""
+
+def check_env_steps(config: Config, by_user: bool) -> None:
+    """One env, stepped by the checks that need it: gymnasium's env checker where a creator
+    given to ``register_env`` makes it (what it finds wrong is a ConfigError, its warnings
+    are shown and the run goes on), then its observations over a reset and a few random
+    steps against its observation space (shape, dtype, each Dict key, finite values: every
+    worker would crash on a mismatch, or train on NaN). An env that takes longer than
+    ``--worker-timeout`` over them is a ConfigError too, not a start that never ends (the
+    main thread's timer; elsewhere the checks wait)."""
     raw: list[gym.Env] = []
     env = config.env_recipe.make(wrap_raw=lambda inner: raw.append(inner) or inner)
     timed = threading.current_thread() is threading.main_thread()
@@ -132,12 +119,15 @@ def check_env_observations(config: Config) -> None:
         previous = signal.signal(signal.SIGALRM, _time_out)
         signal.setitimer(signal.ITIMER_REAL, config.worker_timeout)
     try:
-        problem = check_observations(raw[0], config.seed)
+        if by_user:
+            check_user_env(config, raw[0])
+        try:
+            problem = check_observations(raw[0], config.seed)
+        except Exception as exc:  # a user's env may fail any way; one line says how
+            raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
     except _StepTimeout:
         raise ConfigError(f"{config.env_id} took more than --worker-timeout {config.worker_timeout:g} s over a "
                           "reset and a few steps") from None
-    except Exception as exc:  # a user's env may fail any way; one line says how
-        raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
     finally:
         if timed:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -145,6 +135,17 @@ def check_env_observations(config: Config) -> None:
         env.close()
     if problem:
         raise ConfigError(f"{config.env_id}'s observations do not match its observation space {problem}")
+
+
+def check_user_env(config: Config, env: gym.Env) -> None:
+    """gymnasium's env checker on ``env``, made by a creator given to ``register_env``."""
+    from gymnasium.utils.env_checker import check_env
+
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    except Exception as exc:  # the checker asserts, and the env may raise anything
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{config.env_id} fails gymnasium's env checker: {first_line}") from exc
 
 
 def is_writable_dir(path: str) -> bool:

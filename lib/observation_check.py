@@ -14,6 +14,12 @@ CHECKED_STEPS = 5
 """Steps of random actions checked after the reset."""
 
 
+def non_finite(value: Any) -> bool:
+    """A float array (or number) holding NaN or an infinity."""
+    array = np.asarray(value)
+    return array.dtype.kind == "f" and not bool(np.all(np.isfinite(array)))
+
+
 def observation_problem(space: gym.Space, observation: Any, part: str = "") -> str | None:
     """What is wrong with ``observation`` for ``space`` (None: nothing), naming ``part``."""
     if isinstance(space, gym.spaces.Dict):
@@ -41,7 +47,7 @@ def observation_problem(space: gym.Space, observation: Any, part: str = "") -> s
         return f"{name} has shape {array.shape} and its space {space.shape}"
     if space.dtype is not None and not np.can_cast(array.dtype, space.dtype, casting="same_kind"):
         return f"{name} is {array.dtype} and its space {space.dtype}"
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+    if non_finite(array):
         return f"{name} holds NaN or infinite values"
     return None
 

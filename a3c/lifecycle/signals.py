@@ -53,8 +53,9 @@ class StopSignals:
     def __enter__(self) -> StopSignals:  # noqa: PYI034 - Self needs Python 3.11
         for signum in REASONS:
             self._previous[signum] = signal.signal(signum, self._handle)
-        if early_signal() is not None:  # kept since the command started: obeyed now
-            self._handle(early_signal(), None)
+        kept = early_signal()
+        if kept is not None:  # since the command started: obeyed now
+            self._handle(kept, None)
         return self
 
     def __exit__(self, *exc_info: object) -> None:

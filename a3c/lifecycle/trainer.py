@@ -34,6 +34,7 @@ from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
 from a3c.lib.multiagent import agent_rows, env_agents
+from a3c.lib.observation_check import non_finite
 from a3c.lib.observations import STRUCTURED, flattened
 from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
@@ -439,9 +440,9 @@ def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any
     (a Dict's or Tuple's own is checked by its flattening, a multi-agent env's joint one by
     its agents' nets): torch's own error names only matrix shapes. ValueError too for a
     float observation holding NaN or an infinity, which would give an action silently."""
-    values = [np.asarray(part) for part in (observation.values() if isinstance(observation, Mapping) else
-                                            observation if isinstance(observation, tuple) else [observation])]
-    if any(value.dtype.kind == "f" and not np.all(np.isfinite(value)) for value in values):
+    parts = observation.values() if isinstance(observation, Mapping) else (
+        observation if isinstance(observation, tuple) else [observation])
+    if any(non_finite(part) for part in parts):
         raise ValueError(f"the observation holds NaN or infinite values; {env_info.env_id}'s policy acts only on "
                          "finite ones")
     raw_space = env_info.raw_observation_space
