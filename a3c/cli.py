@@ -57,8 +57,9 @@ def main(argv: Sequence[str] | None = None, prog: str = COMMAND) -> int:
 
 def checkpoint_said(result: dict) -> str:
     """What the closing line says of the checkpoint: only a file that exists is named, and a
-    run that ended on a non-finite signal kept an older one rather than saving."""
+    run whose ending did not write one (a non-finite signal, a full disk) kept an older one."""
     path = os.path.join(result["run_dir"], "checkpoint.pt")
     if not os.path.exists(path):
         return "no checkpoint was written"
-    return f"kept the last good checkpoint {path}" if result["reason"] == "non_finite" else f"saved {path}"
+    written = result.get("checkpoint_written", result["reason"] not in ("non_finite", "disk_full"))
+    return f"saved {path}" if written else f"kept the last good checkpoint {path}"

@@ -18,7 +18,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, namespace_problem
+from tests.namespaces import (
+    RAY_SCENARIO,
+    RAY_SCENARIOS,
+    SCENARIO_FOLDER,
+    Scenario,
+    namespace_problem,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_RAY_STATE = pytest.StashKey[dict | None]()
@@ -151,6 +157,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["HOME"] = home
     os.environ["RAY_TMPDIR"] = home
     os.environ["WANDB_MODE"] = "offline"  # --track's W&B runs stay on disk: no server is ever asked
+    if _is_xdist_controller(config):
+        os.environ[SCENARIO_FOLDER] = str(_scenario_folder(config))  # the workers it starts inherit it
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -166,14 +174,48 @@ def real_ray_dir_unchanged(request: pytest.FixtureRequest) -> Callable[[], bool]
     return lambda: folder_state(REAL_RAY_DIR) == before
 
 
+def _scenario_folder(config: pytest.Config) -> Path:
+    return Path(config.stash[SESSION_HOME]) / "ray-scenario"
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return not _is_xdist_worker(config) and getattr(config.option, "numprocesses", None) not in (None, 0)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start Ray's two-node scenario now if a selected test reads it, so that its waiting
-    overlaps the tests before it (tests/namespaces.py)."""
+    overlaps the tests before it (tests/namespaces.py). Under ``pytest -n N`` a worker only
+    says it is wanted, and the controller, which outlives every worker, starts it."""
     wanted = any("seen" in getattr(item, "fixturenames", ()) and item.nodeid.startswith("tests/test_ray_backend.py")
                  for item in session.items)
     wanted = wanted and not session.config.option.collectonly
-    if wanted and importlib.util.find_spec("ray") is not None and namespace_problem() is None:
-        session.config.stash[RAY_SCENARIO] = Scenario(RAY_SCENARIOS)
+    if not wanted or importlib.util.find_spec("ray") is None or namespace_problem() is not None:
+        return
+    if _is_xdist_worker(session.config):
+        Path(os.environ[SCENARIO_FOLDER]).mkdir(parents=True, exist_ok=True)
+        (Path(os.environ[SCENARIO_FOLDER]) / "wanted").touch()
+    else:
+        _start_scenario(session.config)
+
+
+def _start_scenario(config: pytest.Config) -> None:
+    folder = _scenario_folder(config)
+    os.environ[SCENARIO_FOLDER] = str(folder)
+    config.stash[RAY_SCENARIO] = Scenario(RAY_SCENARIOS, folder)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    """The controller starts the scenario once, when the first worker that collected its
+    tests has said so."""
+    config = node.config
+    if RAY_SCENARIO not in config.stash and (_scenario_folder(config) / "wanted").exists():
+        _start_scenario(config)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

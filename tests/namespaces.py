@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -49,35 +48,30 @@ def namespace_problem() -> str | None:
     return None
 
 
+SCENARIO_FOLDER = "A3C_RAY_SCENARIO_FOLDER"
+"""Set by the pytest process that started the scenario (the controller, under
+``pytest -n 2``) to the folder its output goes to, so that a worker process reads it."""
+
+
 class Scenario:
-    """``command`` started now in a session of its own, its output in files (a pipe nobody
-    reads would fill and stall it); ``result`` waits for it, ``stop`` kills what is left."""
+    """``command`` started now in a session of its own, its output in files of ``folder`` (a
+    pipe nobody reads would fill and stall it) and its exit code in ``folder/exit`` once it
+    ends; ``scenario_result`` reads them from any process, ``stop`` kills what is left."""
 
-    def __init__(self, command: list[str]):
-        # open past this call: the scenario writes to them while the tests before it run
-        self._stdout = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
-        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
-        self.started = time.monotonic()
-        self.process = subprocess.Popen(command, cwd=ROOT, stdout=self._stdout, stderr=self._stderr,
-                                        text=True, start_new_session=True)
+    def __init__(self, command: list[str], folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        (folder / "started").write_text(repr(time.time()))
+        with open(folder / "stdout", "w") as stdout, open(folder / "stderr", "w") as stderr:
+            self.process = subprocess.Popen(command, cwd=ROOT, stdout=stdout, stderr=stderr,
+                                            text=True, start_new_session=True)
         # reaped as soon as it exits, so that tests listing this process's children see no zombie
-        threading.Thread(target=self.process.wait, daemon=True).start()
+        threading.Thread(target=self._reap, daemon=True).start()
 
-    def result(self, timeout: float) -> dict:
-        """The JSON object the scenario printed last; fails with its output's tail if it
-        failed or ran past ``timeout`` seconds from its start."""
-        try:
-            code = self.process.wait(timeout=max(0.0, self.started + timeout - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.stop()
-            code = None
-        self._stdout.seek(0)
-        self._stderr.seek(0)
-        stdout, stderr = self._stdout.read(), self._stderr.read()
-        self._stdout.close()
-        self._stderr.close()
-        assert code == 0, f"exit {code}:\n{stdout[-3000:]}{stderr[-5000:]}"
-        return json.loads(stdout.strip().splitlines()[-1])
+    def _reap(self) -> None:
+        code = self.process.wait()
+        (self.folder / "exit.part").write_text(str(code))
+        (self.folder / "exit.part").rename(self.folder / "exit")
 
     def stop(self) -> None:
         """Kill the scenario and everything it started (its Ray nodes run in sessions of
@@ -90,6 +84,18 @@ class Scenario:
                     process.kill()
         self.process.kill()
         self.process.wait()
+
+
+def scenario_result(folder: Path, timeout: float) -> dict:
+    """The JSON object the scenario writing to ``folder`` printed last; fails with its
+    output's tail if it failed or had not ended ``timeout`` seconds after its start."""
+    deadline = float((folder / "started").read_text()) + timeout
+    while not (folder / "exit").exists() and time.time() < deadline:
+        time.sleep(0.5)
+    code = int((folder / "exit").read_text()) if (folder / "exit").exists() else None
+    stdout, stderr = (folder / "stdout").read_text(), (folder / "stderr").read_text()
+    assert code == 0, f"exit {code} (None: still running after {timeout} s):\n{stdout[-3000:]}{stderr[-5000:]}"
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def scenario_processes() -> set[int]:

@@ -7,12 +7,22 @@ PPO solving CartPole, an algorithm's own columns reaching the learner, too few C
 and other code on a node refused, a Ctrl-C or SIGTERM that stops every actor and the Ray
 the run started, and a resume (tests/ray_scenarios.py). Bad backend flags are one line and
 exit 2 (tests/test_cli.py)."""
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from a3c.algos import get_algorithm
 from a3c.config import make_config
 from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, block_steps
-from tests.namespaces import RAY_SCENARIO, RAY_SCENARIOS, Scenario, skip_or_fail_without_namespace
+from tests.namespaces import (
+    RAY_SCENARIOS,
+    SCENARIO_FOLDER,
+    Scenario,
+    scenario_result,
+    skip_or_fail_without_namespace,
+)
 
 
 def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queues():
@@ -30,12 +40,14 @@ def test_actors_hold_as_many_transitions_in_flight_as_the_process_backends_queue
 def seen(request):
     """What tests/ray_scenarios.py saw: the run that started once the suite was collected
     (conftest.py), or one started now."""
-    scenario = request.config.stash.get(RAY_SCENARIO, None)
-    if scenario is None:
+    folder = os.environ.get(SCENARIO_FOLDER)
+    if folder is None or not (Path(folder) / "started").exists():
         pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
         skip_or_fail_without_namespace()
-        scenario = Scenario(RAY_SCENARIOS)
-    return scenario.result(timeout=540)
+        scenario = Scenario(RAY_SCENARIOS, Path(tempfile.mkdtemp(prefix="ray-scenario-")))
+        request.addfinalizer(scenario.stop)
+        folder = scenario.folder
+    return scenario_result(Path(folder), timeout=540)
 
 
 @pytest.mark.timeout(600)

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from a3c.lifecycle.disk import writing
+
 CHECKPOINT_FORMAT = "a3c-checkpoint/1"
 ZIP_MAGIC = b"PK\x03\x04"
 """How every file ``torch.save`` writes begins."""
@@ -30,13 +32,15 @@ class CheckpointError(ValueError):
 def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
     """Write to a temporary file beside ``path``, fsync, then rename over it.
 
-    A kill at any instant leaves either the old file or the new one, never a torn one.
+    A kill at any instant leaves either the old file or the new one, never a torn one; so
+    does a disk that fills (``OutOfRoom``, the partial file removed).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with writing(path):
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(descriptor, "wb") as stream:
+        with writing(path), os.fdopen(descriptor, "wb") as stream:
             torch.save({"format": CHECKPOINT_FORMAT, **state}, stream)
             stream.flush()
             os.fsync(stream.fileno())

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from a3c.lib.trackers import ScalarWriter
+from a3c.lifecycle.disk import writing
 from a3c.lifecycle.strict_json import strict_dumps
 
 PROGRESS_FILE = "progress.jsonl"
@@ -75,7 +76,7 @@ class LoadMeter:
         }
         if custom_metrics:
             snapshot["custom_metrics"] = custom_metrics
-        with self.path.open("a") as stream:
+        with writing(self.path), self.path.open("a") as stream:
             stream.write(strict_dumps(snapshot) + "\n")
         if self._previous is not None:
             self.last_rates = window_rates(self._previous, snapshot)

@@ -25,6 +25,8 @@ from a3c.lifecycle.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from a3c.lifecycle.disk import replace_text
+from a3c.lifecycle.event_file import run_writer
 from a3c.lifecycle.rollback import BestState
 from a3c.lifecycle.strict_json import strict_dumps
 
@@ -104,7 +106,7 @@ class Run:
     def write_summary(self, reason: str, seconds: float) -> None:
         summary = {"reason": reason, "seconds": round(seconds, 3),
                    "mean_reward_100": self.rewards.mean_reward, **dataclasses.asdict(self.counters)}
-        (self.run_dir / "summary.json").write_text(strict_dumps(summary, indent=2) + "\n")
+        replace_text(self.run_dir / "summary.json", strict_dumps(summary, indent=2) + "\n")
 
 
 def run_name(config: Config) -> str:
@@ -218,7 +220,7 @@ def start_run(config: Config, algorithm: Algorithm, shared: SharedNet, run_dir: 
         learner.load_extras(state)
         counters = Counters(**{**state["counters"], "worker_restarts": 0})
         recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
-    writer = SummaryWriter(str(run_dir))
+    writer = run_writer(run_dir)
     writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
     rewards = RewardTracker(writer, config.stop_reward, recent_rewards, shared.env_info.agents)
     rewards.best_mean_reward = best

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.config import Config
 from a3c.lifecycle.callbacks import Callback
+from a3c.lifecycle.disk import writing
 from a3c.options import ConfigError
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Tracking(Callback):
     def __init__(self, config: Config, run_dir: Path):
         import wandb
 
+        self._folder = run_dir / "wandb"
         try:
             self._run = wandb.init(
                 project=config.wandb_project or DEFAULT_PROJECT, entity=config.wandb_entity, name=run_dir.name,
@@ -58,10 +60,13 @@ class Tracking(Callback):
 
     def on_train_result(self, trainer: Trainer, result: dict[str, Any]) -> None:
         if self._run is not None:
-            self._run.log(figures(result), step=result["frames"])
+            with writing(self._folder):  # W&B's offline files, on the run's disk
+                self._run.log(figures(result), step=result["frames"])
 
     def finish(self, exit_code: int) -> None:
-        """End the W&B run (once; later calls do nothing)."""
+        """End the W&B run (once; later calls do nothing); ``OutOfRoom`` if its files could
+        not be written."""
         if self._run is not None:
             run, self._run = self._run, None
-            run.finish(exit_code=exit_code)
+            with writing(self._folder):
+                run.finish(exit_code=exit_code)

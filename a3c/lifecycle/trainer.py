@@ -18,6 +18,7 @@ is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
 from a3c.lifecycle.callbacks import Callback, child_callbacks, load_callbacks
 from a3c.lifecycle.checkpoint import saved_algorithm
+from a3c.lifecycle.disk import OutOfRoom
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
@@ -134,6 +136,8 @@ class Trainer:
         self._stop_reason: str | None = None
         self._ended: str | None = None
         self.ending = False
+        self.checkpoint_written = False
+        """Whether the ending wrote checkpoint.pt (not after a non-finite loss or on a full disk)."""
         """True from the moment the run starts its ending (the CLI's second Ctrl-C leaves then)."""
         self._seconds = 0.0
         self._iterations = 0
@@ -181,6 +185,8 @@ class Trainer:
             message = f"{describe_death(exc)}; no restarts left ({self.config.max_worker_restarts} allowed)"
         except NonFiniteLoss as exc:
             reason, message = "non_finite", f"{exc}; kept the last good checkpoint"
+        except OutOfRoom as exc:
+            reason, message = "disk_full", str(exc)
         except BaseException as exc:
             self._seconds += time.monotonic() - started
             self._end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
@@ -195,13 +201,15 @@ class Trainer:
                 result.update(self.evaluate())
             for callback in self.callbacks:
                 callback.on_train_result(self, result)
+        except OutOfRoom as exc:  # W&B's files (--track) filled the disk
+            reason, message = "disk_full", str(exc)
         except BaseException as exc:
             self._end("interrupted" if isinstance(exc, KeyboardInterrupt) else "error")
             raise
         reason = reason or self._stop_reason or stop_criterion_met(self.config.stop, result)
         if reason is not None:
-            self._end(reason)
-            result.update(done=True, reason=reason, message=message)
+            reason, message = self._end(reason, message)
+            result.update(done=True, reason=reason, message=message, checkpoint_written=self.checkpoint_written)
         return result
 
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
@@ -363,11 +371,16 @@ class Trainer:
             return "time_budget"
         return None
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: str, message: str = "") -> tuple[str, str]:
         """The run's ending: checkpoint.pt (not after a non-finite loss, which keeps the last
         good one), best.pt and summary.json first, then the workers stopped in order. Saved
         first, the checkpoint cannot be lost to workers, actors or a cluster that are slow
-        to stop or already gone (a SIGTERM to the whole process group reaches them too)."""
+        to stop or already gone (a SIGTERM to the whole process group reaches them too).
+
+        Each write is tried, whatever the one before did: a disk that fills makes the run's
+        reason ``disk_full`` (a signal keeps its own) and the message names the first file
+        that could not be written, and which of checkpoint.pt and summary.json were not.
+        The final reason and message are returned."""
         self.ending = True
         self._ended = reason
         signalled = reason in ("interrupted", "terminated")
@@ -375,22 +388,43 @@ class Trainer:
             self.reporter.info(f"{reason}: saving the checkpoint, then stopping the children "
                                "(a second Ctrl-C or SIGTERM leaves at once)")
         run = self._run
+        unwritten: list[OutOfRoom] = []
+
+        def attempt(write: Callable[[], object]) -> bool:
+            try:
+                write()
+            except OutOfRoom as exc:
+                unwritten.append(exc)
+                return False
+            return True
+
         try:
+            self.checkpoint_written = reason != "non_finite" and attempt(lambda: self._save("checkpoint.pt"))
             if reason != "non_finite":
-                self._save("checkpoint.pt")
-                self._save_best()
-            run.write_summary(reason, self._seconds)
+                attempt(self._save_best)
+            if unwritten and not signalled:
+                reason = "disk_full"
+            self._ended = reason
+            summary_written = attempt(lambda: run.write_summary(reason, self._seconds))
             if self._loop is not None:  # after the saves: nothing here can cost a checkpoint
-                self._loop.log_scalars()
-            run.writer.flush()
+                attempt(self._loop.log_scalars)
+            attempt(run.writer.flush)
+            if unwritten or reason == "disk_full":
+                logging.raiseExceptions = False  # W&B's log file is on the full disk: no report per line
             if self._tracking is not None:
-                self._tracking.finish(exit_code(reason))
+                attempt(lambda: self._tracking.finish(exit_code(reason)))
             if signalled:
-                self.reporter.info("checkpoint saved; stopping the children")
+                self.reporter.info("checkpoint saved; stopping the children" if self.checkpoint_written else
+                                   "stopping the children")
         finally:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
+        if unwritten or reason == "disk_full":
+            message = "; ".join([message or str(unwritten[0]),
+                                 *([] if self.checkpoint_written else ["checkpoint.pt not written"]),
+                                 *([] if summary_written else ["summary.json not written"])])
+        return reason, message
 
     def _save(self, name: str, directory: Path | None = None) -> Path:
         path = self._learner_state().save(name, directory)
