@@ -105,8 +105,8 @@ class RunSettings:
     max_worker_restarts: int = option("dead or stuck workers replaced over the run before it stops", 3,
                                       at_least=0)
     worker_timeout: float = option(
-        "--backend mp: seconds a worker may send nothing (while the learner reads the others) before it is "
-        "named, killed and restarted, counted against --max-worker-restarts; long enough for a slow env's "
+        "seconds a worker (a process, a Ray actor once built, a serial worker's one step) may send nothing "
+        "while the learner reads the others before it is named, killed and restarted, counted against --max-worker-restarts; long enough for a slow env's "
         "reset", 120.0, above=0.0)
     backend: str = option("mp: workers are processes on this machine; ray: Ray actors on any "
                           "node of a Ray cluster (the `ray` extra); serial: every worker's envs "
@@ -117,8 +117,6 @@ class RunSettings:
     ray_actor_resource: str | None = option(
         "--backend ray: place actors only on nodes that carry this custom resource (`ray start "
         "--resources '{\"NAME\": 1}'`), keeping them off a GPU learner's host, say", None)
-    ray_call_timeout: float = option("--backend ray: seconds an actor may send no block before it is "
-                                     "taken for hung and replaced", 120.0, above=0.0)
     report_interval: float = option("seconds between progress lines; also the length of one "
                                     "training iteration", 5.0, above=0.0)
     save_every: float = option("seconds between periodic checkpoints", 300.0, above=0.0)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
-import threading
 
 import gymnasium as gym
 from gymnasium.error import DependencyNotInstalled
@@ -20,6 +18,7 @@ from a3c.lib.env_kind import registered_by_user
 from a3c.lib.envs import EnvError, EnvInfo
 from a3c.lib.observation_check import check_observations
 from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
+from a3c.lib.time_limit import TimeLimitExceeded, time_limit
 from a3c.options import ConfigError, available_memory
 from a3c.transport.backends import check_payload
 
@@ -95,15 +94,6 @@ def preflight(config: Config) -> EnvInfo:
     return env_info
 
 
-class _StepTimeout(BaseException):
-    """The env took longer than ``--worker-timeout`` over the checks' resets and steps; not an
-    Exception, so that neither the checks' nor the env's own ``except Exception`` takes it."""
-
-
-def _time_out(signum: int, frame: object) -> None:
-    raise _StepTimeout
-
-
 def check_env_steps(config: Config, by_user: bool) -> None:
     """One env, stepped by the checks that need it: gymnasium's env checker where a creator
     given to ``register_env`` makes it (what it finds wrong is a ConfigError, its warnings
@@ -114,24 +104,18 @@ def check_env_steps(config: Config, by_user: bool) -> None:
     main thread's timer; elsewhere the checks wait)."""
     raw: list[gym.Env] = []
     env = config.env_recipe.make(wrap_raw=lambda inner: raw.append(inner) or inner)
-    timed = threading.current_thread() is threading.main_thread()
-    if timed:
-        previous = signal.signal(signal.SIGALRM, _time_out)
-        signal.setitimer(signal.ITIMER_REAL, config.worker_timeout)
     try:
-        if by_user:
-            check_user_env(config, raw[0])
-        try:
-            problem = check_observations(raw[0], config.seed)
-        except Exception as exc:  # a user's env may fail any way; one line says how
-            raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
-    except _StepTimeout:
+        with time_limit(config.worker_timeout):
+            if by_user:
+                check_user_env(config, raw[0])
+            try:
+                problem = check_observations(raw[0], config.seed)
+            except Exception as exc:  # a user's env may fail any way; one line says how
+                raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
+    except TimeLimitExceeded:
         raise ConfigError(f"{config.env_id} took more than --worker-timeout {config.worker_timeout:g} s over a "
                           "reset and a few steps") from None
     finally:
-        if timed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
         env.close()
     if problem:
         raise ConfigError(f"{config.env_id}'s observations do not match its observation space {problem}")

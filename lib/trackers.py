@@ -128,9 +128,10 @@ class ProgressReporter:
         return time.monotonic() - self.started
 
     def report(self, frame: int, episodes: int, mean_reward: float | None,
-               agent_means: Mapping[str, float] | None = None) -> None:
+               agent_means: Mapping[str, float] | None = None, message_ages: Sequence[float] = ()) -> None:
         """Say the line and log the frames/s since the last report. ``agent_means``: each
-        agent's mean-100 in a multi-agent env, shown after the team's."""
+        agent's mean-100 in a multi-agent env, shown after the team's; ``message_ages``:
+        seconds since each worker's last message, where the backend watches them."""
         now = time.monotonic()
         speed = (frame - self._last_frame) / max(now - self._last_time, 1e-9)
         self._last_time, self._last_frame = now, frame
@@ -139,7 +140,21 @@ class ProgressReporter:
         if agent_means:
             mean_text += " (" + ", ".join(f"{agent} {mean:.2f}" for agent, mean in agent_means.items()) + ")"
         self.say(f"frames {frame:,} | episodes {episodes:,} | mean-100 reward {mean_text} | "
-                 f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}")
+                 f"{speed:,.0f} frames/s | elapsed {format_seconds(now - self.started)}{ages_text(message_ages)}")
+
+
+AGES_SHOWN = 8
+"""Workers whose last message's age the progress line lists one by one; more, and it names the oldest."""
+
+
+def ages_text(ages: Sequence[float]) -> str:
+    """`` | last message 0.1, 0.4 s ago`` (one age a worker), or for many workers the oldest."""
+    if not ages:
+        return ""
+    if len(ages) <= AGES_SHOWN:
+        return " | last message " + ", ".join(f"{age:.1f}" for age in ages) + " s ago"
+    oldest = max(range(len(ages)), key=ages.__getitem__)
+    return f" | last message up to {ages[oldest]:.1f} s ago (worker {oldest})"
 
 
 def format_seconds(seconds: float) -> str:

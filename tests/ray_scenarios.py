@@ -9,7 +9,7 @@ tests/test_ray_backend.py; prints one JSON object of what it saw, for that test 
      stops, no actor of the run is left though the driver is still connected;
    - A3C on CartPole with four actors spread over both nodes, the second node killed
      mid-run: the replacements send blocks from the head and the run goes on to solve;
-   - an actor whose env hangs is taken for hung after ``--ray-call-timeout``;
+   - an actor whose env hangs is taken for stuck after ``--worker-timeout``;
    - ``--algo dqn`` for a few seconds: blocks reach the replay buffer and the learner steps;
    - ``--algo ppo`` on CartPole with two actors until solved;
    - tests/test_columns.py's algorithm: its own columns reach the learner intact;
@@ -237,7 +237,7 @@ def cluster_runs(logdir: Path) -> dict:
             seen["frames_before_loss"] = first["frames"]
         print("cluster:", json.dumps(seen), file=sys.stderr, flush=True)
         with Trainer(env="tests.toy_envs:Hanging-v0", backend="ray", ray_address=ADDRESS, processes=1,
-                     envs_per_process=1, logdir=str(logdir), name="hung", ray_call_timeout=3.0,
+                     envs_per_process=1, logdir=str(logdir), name="hung", worker_timeout=3.0,
                      max_worker_restarts=1, stop_reward=1e9) as trainer:
             started = time.monotonic()
             while not (result := trainer.train(seconds=2))["done"] and time.monotonic() - started < 90:

@@ -89,7 +89,7 @@ BAD_INPUTS = [
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "td3", "--policy-delay", "0"], "--policy-delay"),
     (["-n", "x", "--env", "Pendulum-v1", "--algo", "sac", "--exploration-noise", "0.2"],
      "--exploration-noise is a setting of --algo td3, not of --algo sac"),
-    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--ray-call-timeout", "0"], "--ray-call-timeout"),
+    (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--worker-timeout", "0"], "--worker-timeout"),
     (["-n", "x", "--env", "CartPole-v1", "--backend", "ray", "--mode", "grads"],
      "--algo a3c's must each reach the learner as it is made"),
     (["-n", "x", "--env", "CartPole-v1", "--mode", "grads", "--entropy-decay-frames", "1000"],

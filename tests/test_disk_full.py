@@ -22,16 +22,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_an_error_for_want_of_room_names_the_file_and_the_room_left_and_others_pass(tmp_path):
-    with pytest.raises(OutOfRoom, match=r"could not write .*events \(No space left on device\); .* left on its disk"):
-        with writing(tmp_path / "events"):
-            raise OSError(errno.ENOSPC, "No space left on device")
+    full = r"could not write .*events \(No space left on device\); .* left on its disk"
+    with pytest.raises(OutOfRoom, match=full), writing(tmp_path / "events"):
+        raise OSError(errno.ENOSPC, "No space left on device")
     with pytest.raises(PermissionError), writing(tmp_path / "events"):
         raise PermissionError(errno.EACCES, "Permission denied")
     try:  # torch's writer raises its own RuntimeError while the OSError its stream met is handled
         try:
             raise OSError(errno.EFBIG, "File too large")
         except OSError:
-            raise RuntimeError("unexpected pos 704 vs 598")  # noqa: B904 - as torch's C++ does
+            raise RuntimeError("unexpected pos 704 vs 598")  # while handling it, as torch's C++ does
     except RuntimeError as wrapped:
         assert room_error(wrapped).errno == errno.EFBIG
     assert room_error(RuntimeError("unexpected pos 704 vs 598")) is None

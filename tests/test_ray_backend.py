@@ -81,7 +81,7 @@ def test_too_few_cpus_and_other_code_are_refused_and_a_hung_actor_is_replaced(se
     assert "runs other a3c code" in cluster["other_code"] and "same version" in cluster["other_code"]
     hung = cluster["hung"]
     # the first hung actor is replaced, the replacement hangs too and spends the budget
-    assert hung["reason"] == "worker_died" and "taken for hung" in hung["message"], hung
+    assert hung["reason"] == "worker_died" and "(--worker-timeout 3): taken for stuck and killed" in hung["message"], hung
     assert hung["restarts"] == 1, hung
     assert hung["seconds"] < 60, hung
 

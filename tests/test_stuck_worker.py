@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from a3c.lib.trackers import ages_text
 from tests.helpers import alive, only_run_dir
 
 
@@ -37,7 +38,7 @@ def test_a_worker_stopped_for_less_than_the_timeout_is_left_alone(launch, tmp_pa
     trainer = launch(["-n", "pause", "--env", "CartPole-v1", "--processes", "2", "--logdir", str(tmp_path),
                       "--stop-reward", "1e9", "--max-seconds", "8", "--worker-timeout", "4",
                       "--report-interval", "1"])
-    trainer.wait_for("frames/s")  # the workers are up and sending
+    assert "s ago" in trainer.wait_for("frames/s")  # the workers are up and sending, their ages shown
     worker = trainer.children()[0]
     os.kill(worker, signal.SIGSTOP)
     time.sleep(2)  # the silence being made, not waited for: half the timeout
@@ -46,3 +47,25 @@ def test_a_worker_stopped_for_less_than_the_timeout_is_left_alone(launch, tmp_pa
     summary = run_to_the_end(trainer)
     assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 0
     assert "taken for stuck" not in trainer.output
+
+
+def test_the_progress_line_gives_each_workers_last_message_age_or_the_oldest_of_many():
+    assert ages_text([]) == ""
+    assert ages_text([0.04, 2.26]) == " | last message 0.0, 2.3 s ago"
+    many = [0.1] * 9
+    many[6] = 4.0
+    assert ages_text(many) == " | last message up to 4.0 s ago (worker 6)"
+
+
+@pytest.mark.timeout(120)
+def test_a_serial_worker_whose_env_hangs_is_named_closed_and_restarted_once(launch, tmp_path):
+    env = {**os.environ, "A3C_TOY_HANG_FILE": str(tmp_path / "hung")}
+    trainer = launch(["-n", "hang", "--env", "tests.toy_envs:HangOnce-v0", "--backend", "serial", "--processes", "2",
+                      "--logdir", str(tmp_path / "runs"), "--stop-reward", "1e9", "--max-seconds", "5",
+                      "--worker-timeout", "2"], env=env)  # the serial workers are the learner's own thread
+    line = trainer.wait_for("taken for stuck")
+    assert "spent more than 2 s in one step of its envs (--worker-timeout 2)" in line, line
+    assert "restarting it (1 of 3 restarts)" in line
+    trainer.logdir = tmp_path / "runs"
+    summary = run_to_the_end(trainer)
+    assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 1

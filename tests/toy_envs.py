@@ -304,13 +304,12 @@ gym.register("WrongShape-v0", entry_point=WrongShapeEnv)
 
 
 class HangOnceEnv(CountingEnv):
-    """Counting, but the first env of all the run's worker processes to reach its third step
+    """Counting, but the first env of the run to reach the third step of its third episode
     there sleeps for good: it makes ``A3C_TOY_HANG_FILE`` (``O_EXCL``, so one env only, once,
-    also across restarts). The learner's own env (the pre-flight's) never hangs."""
+    also across restarts). The pre-flight's look at one episode never gets that far."""
 
     def step(self, action):
-        in_worker = multiprocessing.parent_process() is not None
-        if self.t == 2 and in_worker and os.environ.get("A3C_TOY_HANG_FILE"):
+        if self.t == 2 and self.episode_index >= 2 and os.environ.get("A3C_TOY_HANG_FILE"):
             try:
                 os.close(os.open(os.environ["A3C_TOY_HANG_FILE"], os.O_CREAT | os.O_EXCL))
             except FileExistsError:

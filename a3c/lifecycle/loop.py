@@ -148,13 +148,14 @@ class EventLoop:
     def _report(self) -> None:
         """The progress line, the load figures, the rollback guard and the learner's figures."""
         run = self.run
+        ages = self.pool.message_ages()
         self.progress.report(run.counters.frames, run.counters.episodes, run.rewards.mean_reward,
-                             run.rewards.agent_means)
+                             run.rewards.agent_means, ages)
         self.load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                          self.pool.child_wait_seconds(), run.rewards.mean_reward, run.rewards.custom_summary())
         for name, value in run.rewards.custom_summary().items():
             run.writer.add_scalar(f"custom_metrics/{name}", value, run.counters.frames)
-        for worker_id, age in enumerate(self.pool.message_ages()):
+        for worker_id, age in enumerate(ages):
             run.writer.add_scalar(f"workers/last_message_seconds/{worker_id}", age, run.counters.frames)
         self._roll_back_if_locked()
         self.log_scalars()

@@ -12,8 +12,9 @@ the children as Ray actors (``a3c.transport.ray_actor``) on any node; this side 
   bounded queues do with processes.
 - **Faults.** An actor that dies, alone or with its node, fails its outstanding calls:
   ``get`` raises WorkerDied and ``restart`` puts a new actor in its place on any node with
-  a free CPU (actors are spread over the nodes). An actor that sends no block for
-  ``--ray-call-timeout`` seconds is taken for hung and replaced the same way; one that
+  a free CPU (actors are spread over the nodes). An actor that sends nothing for
+  ``--worker-timeout`` seconds (no block of its done and unread) is taken for stuck and
+  replaced the same way; one that
   cannot start (no free CPU) is named within seconds.
 - **Before any actor.** Every node must run this driver's code; the learner's CPUs on the
   driver's node are held by a seat actor; the actors need as many CPUs as there are
@@ -147,7 +148,7 @@ class RayWorkerPool(WorkerPool):
     def _watch(self) -> None:
         """Note the actors built since the last look; name one still not built after
         ``PENDING_SECONDS`` (once); WorkerDied for a built one that sent no block for
-        ``--ray-call-timeout`` seconds."""
+        ``--worker-timeout`` seconds."""
         import ray
 
         now = time.monotonic()
@@ -161,10 +162,26 @@ class RayWorkerPool(WorkerPool):
                 free = ray.available_resources().get("CPU", 0)
                 print(f"worker {worker_id}'s actor has waited {PENDING_SECONDS:g} s to start: the cluster "
                       f"has {free:g} free CPU(s) and each actor needs 1", file=sys.stderr, flush=True)
+        timeout = self.config.worker_timeout
         for worker_id, last in enumerate(self._last_block_at):
-            if last is not None and now - last > self.config.ray_call_timeout:
-                raise WorkerDied(worker_id, None, f"worker {worker_id}'s actor sent no block for "
-                                 f"{self.config.ray_call_timeout:g} s (--ray-call-timeout): taken for hung")
+            if last is not None and now - last > timeout and not self._block_waiting(worker_id):
+                raise WorkerDied(worker_id, None, cause=(
+                    f"worker {worker_id}'s actor sent nothing for {now - last:.0f} s (--worker-timeout {timeout:g}): "
+                    "taken for stuck and killed"))
+
+    def _block_waiting(self, worker_id: int) -> bool:
+        """Whether a block of the actor's is done and not yet read: the learner was away,
+        the actor was not."""
+        import ray
+
+        calls = [call for call, owner in self._calls.items() if owner == worker_id]
+        ready, _ = ray.wait(calls, num_returns=len(calls), timeout=0) if calls else ([], [])
+        return bool(ready)
+
+    def message_ages(self) -> list[float]:
+        """Seconds since each built actor's last block (0 while it is being built)."""
+        now = time.monotonic()
+        return [0.0 if last is None else now - last for last in self._last_block_at]
 
     def _call(self, worker_id: int) -> None:
         task, self._task_due[worker_id] = self._task_due[worker_id], None

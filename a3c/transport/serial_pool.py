@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from a3c.lib.episodes import CallbackError
+from a3c.lib.time_limit import TimeLimitExceeded, time_limit
 from a3c.transport.messages import EpisodeEnded
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.worker import make_sender, make_vector_actor
@@ -97,13 +98,21 @@ class SerialPool(WorkerPool):
         return self._ready.popleft()
 
     def _step(self, worker_id: int) -> None:
-        """One vector step of a worker; WorkerDied, with the traceback, if it raises."""
+        """One vector step of a worker; WorkerDied, with the traceback, if it raises, and
+        WorkerDied too if it takes longer than ``--worker-timeout`` (unless a debugger holds
+        the process: a breakpoint in an env waits for the user)."""
         actor, sender = self._actors[worker_id], self._senders[worker_id]
+        timeout = self.config.worker_timeout
         try:
-            step = actor.step()
+            with time_limit(timeout):
+                step = actor.step()
             if step.batch is not None:
                 sender.send(step.batch)
             self._ready.extend(crossed(EpisodeEnded(worker_id, episode)) for episode in step.episodes)
+        except TimeLimitExceeded:
+            raise WorkerDied(worker_id, None, cause=(
+                f"worker {worker_id} spent more than {timeout:g} s in one step of its envs (--worker-timeout "
+                f"{timeout:g}): taken for stuck, its envs closed")) from None
         except CallbackError as error:
             raise WorkerDied(worker_id, None, str(error), fatal=True) from error
         except Exception as error:  # any failure is reported, as a child reports its crash
