@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 import gymnasium as gym
 from gymnasium.error import DependencyNotInstalled
@@ -16,11 +18,14 @@ from a3c.algos import algorithm_names, get_algorithm
 from a3c.config import Config
 from a3c.lib.env_kind import registered_by_user
 from a3c.lib.envs import EnvError, EnvInfo
-from a3c.lib.observation_check import check_observations
+from a3c.lib.multiagent import make_parallel_env
+from a3c.lib.observation_check import check_agent_observations, check_observations
 from a3c.lib.policies import PolicyMappingError, parse_policy_mapping
 from a3c.lib.time_limit import TimeLimitExceeded, time_limit
 from a3c.options import ConfigError, available_memory
 from a3c.transport.backends import check_payload
+
+T = TypeVar("T")
 
 CHILD_MEMORY_FLOOR = 128 * 2**20
 """Less private memory than any child process was measured to take (its torch, its envs;
@@ -71,7 +76,9 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--algo {config.algo} takes {' and '.join(sorted(algorithm.action_spaces))} actions "
                           f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
-    if not (env_info.atari or env_info.agents):
+    if env_info.agents:
+        check_agent_env_steps(config)
+    elif not env_info.atari:
         check_env_steps(config, users)
     if config.cuda:
         import torch
@@ -99,26 +106,46 @@ def check_env_steps(config: Config, by_user: bool) -> None:
     given to ``register_env`` makes it (what it finds wrong is a ConfigError, its warnings
     are shown and the run goes on), then its observations over a reset and a few random
     steps against its observation space (shape, dtype, each Dict key, finite values: every
-    worker would crash on a mismatch, or train on NaN). An env that takes longer than
-    ``--worker-timeout`` over them is a ConfigError too, not a start that never ends (the
-    main thread's timer; elsewhere the checks wait)."""
+    worker would crash on a mismatch, or train on NaN)."""
     raw: list[gym.Env] = []
     env = config.env_recipe.make(wrap_raw=lambda inner: raw.append(inner) or inner)
     try:
-        with time_limit(config.worker_timeout):
-            if by_user:
-                check_user_env(config, raw[0])
-            try:
-                problem = check_observations(raw[0], config.seed)
-            except Exception as exc:  # a user's env may fail any way; one line says how
-                raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
-    except TimeLimitExceeded:
-        raise ConfigError(f"{config.env_id} took more than --worker-timeout {config.worker_timeout:g} s over a "
-                          "reset and a few steps") from None
+        if by_user:
+            bounded(config, lambda: check_user_env(config, raw[0]))
+        problem = bounded(config, lambda: check_observations(raw[0], config.seed))
     finally:
         env.close()
     if problem:
         raise ConfigError(f"{config.env_id}'s observations do not match its observation space {problem}")
+
+
+def check_agent_env_steps(config: Config) -> None:
+    """``check_env_steps`` for a multi-agent env: each agent's observations over a reset and
+    a few random steps against its own space."""
+    parallel_env = make_parallel_env(config.env_id)
+    try:
+        problem = bounded(config, lambda: check_agent_observations(parallel_env, config.seed))
+    finally:
+        parallel_env.close()
+    if problem:
+        raise ConfigError(f"{config.env_id}'s observations do not match their agents' observation spaces {problem}")
+
+
+def bounded(config: Config, check: Callable[[], T]) -> T:
+    """What ``check`` (which steps the user's env) returns; a ConfigError where it raises
+    (one line, saying how) or takes longer than ``--worker-timeout``: not a start that
+    never ends (the main thread's timer; elsewhere it waits)."""
+    try:
+        with time_limit(config.worker_timeout):
+            try:
+                return check()
+            except ConfigError:
+                raise
+            except Exception as exc:  # a user's env may fail any way
+                raise ConfigError(f"stepping {config.env_id} failed: {type(exc).__name__}: {exc}") from exc
+    except TimeLimitExceeded:
+        raise ConfigError(f"{config.env_id} took more than --worker-timeout {config.worker_timeout:g} s over a "
+                          "reset and a few steps") from None
 
 
 def check_user_env(config: Config, env: gym.Env) -> None:

@@ -69,3 +69,30 @@ def check_observations(env: gym.Env, seed: int, steps: int = CHECKED_STEPS) -> s
         if terminated or truncated:
             observation, _ = env.reset()
     return None
+
+
+def check_agent_observations(parallel_env: Any, seed: int, steps: int = CHECKED_STEPS) -> str | None:
+    """``check_observations`` for a PettingZoo parallel env: each agent's observation
+    against its own space (``observation_space(agent)``) over the reset and ``steps`` steps
+    of random actions, the problem naming the agent."""
+    def first_problem(observations: dict, where: str) -> str | None:
+        for agent, observation in observations.items():
+            problem = observation_problem(parallel_env.observation_space(agent), observation,
+                                          f"agent {agent}'s observation")
+            if problem:
+                return f"after {where}: {problem}"
+        return None
+
+    observations, _ = parallel_env.reset(seed=seed)
+    problem = first_problem(observations, "reset")
+    for step in range(1, steps + 1):
+        if problem:
+            return problem
+        acting = parallel_env.agents  # PettingZoo's agents still in the episode
+        if not acting:
+            observations, _ = parallel_env.reset()
+            acting = parallel_env.agents
+        actions = {agent: parallel_env.action_space(agent).sample() for agent in acting}
+        observations, *_ = parallel_env.step(actions)
+        problem = first_problem(observations, f"step {step}")
+    return problem

@@ -8,7 +8,12 @@ import torch.multiprocessing as mp
 
 import a3c.cli
 from a3c import Trainer
-from a3c.lib.observation_check import check_observations, observation_problem
+from a3c.lib.multiagent import make_parallel_env
+from a3c.lib.observation_check import (
+    check_agent_observations,
+    check_observations,
+    observation_problem,
+)
 from tests import toy_envs  # noqa: F401  (registers WrongShape-v0)
 
 BOX = gym.spaces.Box(0.0, 1.0, shape=(3,), dtype=np.float32)
@@ -81,3 +86,15 @@ def test_an_env_that_hangs_in_the_check_is_one_line_after_the_worker_timeout(tmp
     assert exited.value.code == 2
     stderr = capsys.readouterr().err.strip().splitlines()
     assert stderr == ["run_a3c.py: error: SlowReset-v0 took more than --worker-timeout 1 s over a reset and a few steps"]
+
+
+def test_each_agents_observations_are_checked_against_its_own_space(tmp_path, capsys):
+    assert check_agent_observations(make_parallel_env("tests.parallel_envs.early_finish"), seed=0) is None
+    assert check_agent_observations(make_parallel_env("tests.parallel_envs.wrong_shape"), seed=0) == (
+        "after step 2: agent b's observation has shape (3,) and its space (2,)")
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "bad", "--env", "tests.parallel_envs.wrong_shape", "--algo", "ppo", "--logdir", str(tmp_path)])
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err.strip().splitlines()
+    assert len(stderr) == 1 and "observations do not match their agents' observation spaces after step 2" in stderr[0]
+    assert mp.active_children() == [] and list(tmp_path.iterdir()) == []
