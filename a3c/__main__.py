@@ -1,7 +1,6 @@
 """``python -m a3c`` and the installed ``a3c-train`` command: ``run_a3c.py`` for a user who
 installed the package without this repository's scripts."""
 import gc
-import os
 import sys
 from pathlib import Path
 
@@ -20,16 +19,14 @@ def train() -> None:
     them (``run_a3c.py`` or the ``a3c-train`` wrapper) and should not pay for tensorboardX and
     the training loop.
 
-    The working folder is searched last for modules, as ``python -m`` and ``python run_a3c.py``
-    from there search it first: ``--env mymodule:grid`` and ``--callbacks mymodule:Class`` find
-    the user's module (spawned workers inherit the search path)."""
+    The working folder is searched for the user's modules (``search_working_folder``)."""
     from a3c.lifecycle.signals import keep_early_signals
 
     keep_early_signals()  # before the heavy imports: a signal during them is kept, not lost
     from a3c.cli import main
+    from a3c.lib.user_envs import search_working_folder
 
-    if os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
+    search_working_folder()
     exit_code = main(prog=command_name())
     # The run is saved and its files closed; frozen objects are left out of the collection
     # at interpreter exit, which walks every object torch created (about 0.7 s on 2 cores).

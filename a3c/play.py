@@ -27,6 +27,7 @@ from a3c.lib.envs import EnvError, EnvRecipe
 from a3c.lib.models import evaluate
 from a3c.lib.recurrent import is_recurrent
 from a3c.lib.recurrent import step as recurrent_step
+from a3c.lib.user_envs import search_working_folder
 from a3c.lifecycle.checkpoint import CheckpointError, load_checkpoint, saved_algorithm
 from a3c.preflight import is_writable_dir
 
@@ -180,7 +181,10 @@ def play(path: str, episodes: int, greedy: bool = False, record_dir: str | None 
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "play_a3c.py") -> int:
-    """Play from the command line (``prog`` names the command in its usage and errors)."""
+    """Play from the command line (``prog`` names the command in its usage and errors); a
+    checkpoint of an env in the user's module (``mymodule:name``) finds it from the working
+    folder, as training did."""
+    search_working_folder()
     args = build_parser(prog).parse_args(argv)
     try:
         play(args.checkpoint, args.episodes, args.greedy, args.record, args.seed, args.max_steps)
@@ -193,3 +197,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "play_a3c.py") -> int:
 def installed_command() -> int:
     """The ``a3c-play`` command: ``main`` under that name."""
     return main(prog="a3c-play")
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m a3c.play"))

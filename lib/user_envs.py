@@ -10,6 +10,8 @@ which gymnasium depends on), so a lambda or a class defined in ``__main__`` work
 """
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -71,3 +73,12 @@ def install_creators(shipped: bytes | None) -> None:
     if shipped is not None:
         for name, creator in cloudpickle.loads(shipped).items():
             register_env(name, creator)
+
+
+def search_working_folder() -> None:
+    """Put the working folder last on the module search path, as ``python run_a3c.py`` and
+    ``python -m`` put it first, so that ``--env mymodule:name`` (and ``--callbacks
+    mymodule:Class``) find the user's module from an installed command too; spawned workers
+    inherit the path."""
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())

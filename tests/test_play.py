@@ -1,4 +1,8 @@
 """Playing checkpoints: returns printed per episode, videos recorded, bad files refused."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -6,6 +10,8 @@ import a3c.play
 from a3c.lib.envs import describe_env
 from a3c.lib.models import build_net
 from a3c.lifecycle.checkpoint import save_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def policy_checkpoint(tmp_path, env_id, model_env_id=None, name="policy.pt"):
@@ -85,3 +91,21 @@ def test_play_builds_the_net_the_checkpoint_was_trained_with(tmp_path, net_setti
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))
     played = a3c.play.play(str(path), episodes=1, max_steps=5)
     assert played[0].length == 5
+
+
+USER_MODULE = '''
+import gymnasium as gym
+
+gym.register("Grid-v0", entry_point="gymnasium.envs.classic_control:CartPoleEnv", max_episode_steps=20)
+'''
+
+
+@pytest.mark.parametrize("command", [["play_a3c.py"], ["-m", "a3c.play"]], ids=["script", "python-m"])
+def test_a_checkpoint_of_an_env_in_the_users_module_plays_from_the_folder_that_holds_it(tmp_path, command):
+    (tmp_path / "mygrid.py").write_text(USER_MODULE)
+    path = policy_checkpoint(tmp_path, "mygrid:Grid-v0", model_env_id="CartPole-v1")
+    script = [str(ROOT / command[0])] if command == ["play_a3c.py"] else command
+    done = subprocess.run([sys.executable, *script, str(path), "--episodes", "1", "--greedy"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "mygrid:Grid-v0, greedy actions: mean return" in done.stdout
