@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer",
+            "LearningNotAchieved": "a3c.lifecycle.trainer",
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
             "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
             "register_env": "a3c.lib.user_envs", "EnvContext": "a3c.lib.user_envs",
             "pretty_print": "a3c.lifecycle.reporter"}
-__all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "Reporter", "RunEnded", "Trainer",
-           "pretty_print", "register_env"]
+__all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "LearningNotAchieved", "Reporter",
+           "RunEnded", "Trainer", "pretty_print", "register_env"]
 
 
 def __getattr__(name: str) -> Any:

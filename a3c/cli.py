@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from a3c.config import COMMAND, ConfigError, exit_on_config_error, parse_config
 from a3c.lifecycle.reporter import ConsoleReporter
 from a3c.lifecycle.signals import REASONS, StopSignals, early_signal
-from a3c.lifecycle.trainer import Trainer, exit_code
+from a3c.lifecycle.trainer import LearningNotAchieved, Trainer, exit_code
 from a3c.preflight import preflight
 
 
@@ -40,18 +40,24 @@ def main(argv: Sequence[str] | None = None, prog: str = COMMAND) -> int:
               file=sys.stderr, flush=True)
         os._exit(code)
 
+    unsolved = None
     with trainer, StopSignals(exit_now, trainer.request_stop, lambda: trainer.ending):
         try:
             while not (result := trainer.train())["done"]:
                 pass
         except ConfigError as error:  # what only the backend can tell, before any worker
             exit_on_config_error(error, prog)
+        except LearningNotAchieved as error:  # the run has ended and saved
+            result, unsolved = error.result, error
     mean = result["episode_reward_mean"]
     mean_text = "n/a" if mean is None else f"{mean:.2f}"
     print(f"{result['reason']}: {result['frames']:,} frames, {result['episodes']:,} episodes, "
           f"{result['seconds']:.1f} s, mean-100 reward {mean_text}; {checkpoint_said(result)}", flush=True)
     if result["message"]:
         print(f"error: {result['message']}", file=sys.stderr, flush=True)
+    if unsolved is not None:
+        print(f"error: {unsolved}", file=sys.stderr, flush=True)
+        return 1
     return exit_code(result["reason"])
 
 

@@ -64,6 +64,9 @@ class RunSettings:
                                     "unset)", None, at_least=1)
     max_seconds: float | None = option("time budget in seconds of training, from the start of the "
                                        "workers (unlimited if unset)", None, above=0.0)
+    as_test: bool = option("end with exit 1 and one line where the run ends unsolved (its mean-100 below "
+                           "--stop-reward or the env's threshold), as RLlib's --as-test: a script or CI "
+                           "then fails on a run that did not learn", False)
     stop: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
         "KEY=VALUE: end the run after the first report whose result KEY is at least VALUE (repeatable; "
         "any holds). Keys: " + ", ".join(STOP_KEYS), None)

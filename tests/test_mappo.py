@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from a3c import ConfigError, Trainer
+from a3c.algos import get_algorithm
 from a3c.algos.mappo.nets import CentralCriticMlp
+from a3c.config import make_config
 from a3c.lib.envs import describe_env
 from a3c.lib.multiagent import AgentSlots
 from a3c.play import play
@@ -51,3 +53,9 @@ def test_mappo_learns_the_two_step_game_and_plays_its_checkpoint(tmp_path):
 def test_mappo_needs_several_agents(tmp_path):
     with pytest.raises(ConfigError, match="--algo mappo needs a multi-agent env"):
         Trainer(env="CartPole-v1", algo="mappo", logdir=str(tmp_path))
+
+
+def test_the_start_line_names_mappo_not_the_ppo_it_builds_on():
+    config = make_config(env="TwoStepGame", algo="mappo")
+    assert get_algorithm("mappo").describe(config).startswith("mappo, rollouts of ")
+    assert get_algorithm("ppo").describe(make_config(env="CartPole-v1", algo="ppo")).startswith("ppo, rollouts of ")

@@ -210,7 +210,21 @@ class Trainer:
         if reason is not None:
             reason, message = self._end(reason, message)
             result.update(done=True, reason=reason, message=message, checkpoint_written=self.checkpoint_written)
+            self._check_learning_achieved(result)
         return result
+
+    def _check_learning_achieved(self, result: dict[str, Any]) -> None:
+        """With ``as_test``: LearningNotAchieved where a run that ended of itself (a budget,
+        a stop) is not solved; after the ending, so everything is saved. A failed, stopped
+        or signalled run keeps its own ending."""
+        if not self.config.as_test or exit_code(result["reason"]) != 0 or result["reason"] in ("solved", "stopped"):
+            return
+        mean, goal = result["episode_reward_mean"], self._goal
+        if goal is None or (mean is not None and mean >= goal):
+            return
+        mean_text = "no episode ended" if mean is None else f"mean-100 reward {mean:.2f}"
+        raise LearningNotAchieved(f"--as-test: the run ended unsolved ({result['reason']}): {mean_text}, "
+                                  f"below the goal {goal:g}", result)
 
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
@@ -467,6 +481,15 @@ class Trainer:
             "reason": None,
             "run_dir": str(run.run_dir),
         }
+
+
+class LearningNotAchieved(RuntimeError):
+    """An ``as_test`` run ended unsolved (RLlib's ``check_learning_achieved``); ``result`` is
+    its last ``train()`` result."""
+
+    def __init__(self, message: str, result: dict[str, Any]):
+        super().__init__(message)
+        self.result = result
 
 
 def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:

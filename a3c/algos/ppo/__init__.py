@@ -49,7 +49,7 @@ class PPO(ActorCritic):
                               "or --minibatches instead")
 
     def describe(self, config: Config) -> str:
-        return f"ppo, rollouts of {config.rollout_length} steps x {config.epochs} epochs x " \
+        return f"{self.name}, rollouts of {config.rollout_length} steps x {config.epochs} epochs x " \
                f"{config.minibatches} minibatches"
 
     def transitions_ahead(self, config: Config) -> int:
