@@ -8,11 +8,15 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 NON_FINITE_KEY = "non_finite"
 """The field that names each value written as null and what it was: ``{"mean_reward_100": "inf"}``."""
 
 
 def _finite(value: Any, path: str, found: dict[str, str]) -> Any:
+    if isinstance(value, np.generic):  # a numpy number: the Python one it holds
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         found[path] = repr(value)  # 'nan', 'inf', '-inf'
         return None

@@ -45,6 +45,7 @@ from a3c.lifecycle.disk import OutOfRoom
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
+from a3c.lifecycle.run_files import RunFiles
 from a3c.lifecycle.tracking import Tracking
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
@@ -135,10 +136,11 @@ class Trainer:
         self._loop: EventLoop | None = None
         self._stop_reason: str | None = None
         self._ended: str | None = None
+        self._files: RunFiles | None = None
         self.ending = False
+        """True from the moment the run starts its ending (the CLI's second Ctrl-C leaves then)."""
         self.checkpoint_written = False
         """Whether the ending wrote checkpoint.pt (not after a non-finite loss or on a full disk)."""
-        """True from the moment the run starts its ending (the CLI's second Ctrl-C leaves then)."""
         self._seconds = 0.0
         self._iterations = 0
         self._env_task: Any = None
@@ -210,6 +212,13 @@ class Trainer:
         if reason is not None:
             reason, message = self._end(reason, message)
             result.update(done=True, reason=reason, message=message, checkpoint_written=self.checkpoint_written)
+        try:
+            self._files.add(result)
+        except OutOfRoom as exc:
+            if reason is None:  # an ended run's own message says what could not be written
+                reason, message = self._end("disk_full", str(exc))
+                result.update(done=True, reason=reason, message=message, checkpoint_written=self.checkpoint_written)
+        if reason is not None:
             self._check_learning_achieved(result)
         return result
 
@@ -369,6 +378,7 @@ class Trainer:
                 f"{', bfloat16' if config.bf16 else ''}"
                 + (f" | resumed at frame {run.counters.frames:,} from {config.resume}" if config.resume else ""))
             run.learner.begin(run.writer, run.counters.frames, shared.restored, self.reporter)
+            self._files = RunFiles(run.run_dir, config)
             self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal,
                                    save_checkpoint=lambda: self._save("checkpoint.pt"),
                                    save_best=self._save_best)
