@@ -20,8 +20,9 @@ import math
 import os
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
@@ -269,8 +270,7 @@ def build_parser(prog: str = COMMAND, algo: str = BUILT_IN[0].name) -> argparse.
         elif setting.name == "stop":
             group.add_argument(*names, action="append", type=stop_pair, **extra)
         else:
-            group.add_argument(*names, type=json_object if kind is dict else kind, choices=choices,
-                               required=setting.name == "name", **extra)
+            group.add_argument(*names, type=json_object if kind is dict else kind, choices=choices, **extra)
     return parser
 
 
@@ -431,8 +431,48 @@ def validate(config: Config, family: EnvFamily) -> None:
 
 
 def parse_config(argv: Sequence[str] | None = None, prog: str = COMMAND) -> Config:
-    """Parse the command line and make the validated Config; ConfigError on bad input."""
-    return make_config(**vars(build_parser(prog, algo_of(argv)).parse_args(argv)))
+    """Parse the command line and make the validated Config; ConfigError on bad input.
+    ``-n`` is needed unless ``--resume`` is given: a resumed run takes its env, algorithm and
+    settings from the checkpoint (``resumed_settings``), the flags given beside it override."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(prog, algo_of(argv))
+    values = vars(parser.parse_args(argv))
+    if values["resume"] is None:
+        if "-n" not in argv and not any(arg == "--name" or arg.startswith("--name=") for arg in argv):
+            parser.error("the following arguments are required: -n/--name")
+        return make_config(**values)
+    given = given_settings(build_parser(prog, algo_of(argv)), argv)
+    saved = resumed_settings(values["resume"])
+    if "preset" in given:  # the preset given picks the values of its family's settings the flags leave unset
+        picked = {keyword(setting) for setting in SETTINGS
+                  if setting.name in PRESET_NAMES or setting.metadata["family"]}
+        saved = {key: value for key, value in saved.items() if key not in picked}
+    return make_config(**{**saved, **{key: value for key, value in values.items() if key in given}})
+
+
+def given_settings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
+    """The keywords of the flags ``argv`` gives (``parser``'s defaults are set aside)."""
+    for action in parser._actions:  # argparse has no public way to tell a default from a given value
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
+def resumed_settings(path: str | Path, saved: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The keywords that remake the run saved at ``path``: its settings as saved (the env,
+    the algorithm and its own, the net's shape; ``saved``, where the caller has read them),
+    ``logdir`` the folder that holds its run folder (wherever it moved), ``resume`` the
+    path; ConfigError if it cannot be read."""
+    if saved is None:
+        from a3c.lifecycle.checkpoint import CheckpointError, saved_settings
+
+        try:
+            saved = saved_settings(path)
+        except CheckpointError as exc:
+            raise ConfigError(f"--resume: {exc}") from exc
+    algorithm = get_algorithm(saved.get("algo", "a3c"))
+    saved = {**saved, **algorithm.saved_net_shape(saved)}
+    settings = {keyword(setting): saved[setting.name] for setting in settings_of(algorithm.name) if setting.name in saved}
+    return {**settings, "logdir": str(Path(path).resolve().parent.parent), "resume": str(path)}
 
 
 def exit_on_config_error(error: ConfigError, prog: str = COMMAND) -> NoReturn:

@@ -131,7 +131,7 @@ def test_resuming_a_small_net_checkpoint_at_the_defaults_names_the_flags_of_its_
     save_checkpoint(small, {"config": {"env_id": "PongNoFrameskip-v4", "heads": "shared", "conv": "small"},
                             "model": net.state_dict()})
     with pytest.raises(SystemExit) as exited:
-        a3c.cli.main(["-n", "x", "--resume", str(small)])
+        a3c.cli.main(["-n", "x", "--resume", str(small), "--heads", "separate", "--conv", "nature"])
     stderr = capsys.readouterr().err
     assert exited.value.code == 2 and len(stderr.strip().splitlines()) == 1
     assert "network differs at conv.0.weight" in stderr
@@ -215,7 +215,8 @@ def test_restart_budget_spent_stops_with_the_traceback_and_a_checkpoint(tmp_path
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "worker_died" and summary["worker_restarts"] == 2
     assert load_checkpoint(run_dir / "checkpoint.pt")["counters"] == {
-        name: summary[name] for name in ("frames", "transitions", "episodes", "worker_restarts", "rollbacks")}
+        name: summary[name] for name in ("frames", "transitions", "episodes", "worker_restarts", "rollbacks",
+                                         "training_iteration")}
 
 
 @pytest.mark.timeout(180)

@@ -70,24 +70,37 @@ def _unreadable_because(path: Path, error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Read and check a checkpoint; CheckpointError with a one-line reason otherwise."""
+def _read(path: str | os.PathLike, **load_options: Any) -> dict[str, Any]:
+    """``torch.load`` of a checkpoint of this project; CheckpointError with a one-line reason."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
     try:
         with warnings.catch_warnings():  # torch warns about a foreign pickle before refusing it
             warnings.simplefilter("ignore")
-            state = torch.load(path, map_location=map_location, weights_only=True)
+            state = torch.load(path, weights_only=True, **load_options)
     except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, OSError,
             ValueError, AttributeError, TypeError) as exc:
         reason = _unreadable_because(path, exc)
         raise CheckpointError(f"{str(path)!r} is not a readable checkpoint ({reason[:160]})") from exc
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(path)!r} is not a checkpoint of this project")
+    return state
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read and check a checkpoint; CheckpointError with a one-line reason otherwise."""
+    state = _read(path, map_location=map_location)
     if "policy_version" not in state:  # written before the policy version had a key of its own
         state["policy_version"] = state.get("counters", {}).pop("optimizer_steps", 0)
     return state
+
+
+def saved_settings(path: str | os.PathLike) -> dict[str, Any]:
+    """The settings a checkpoint was saved with (``algo`` always: older ones are A3C's),
+    read without loading its tensors (they are mapped); CheckpointError as ``load_checkpoint``."""
+    state = _read(path, map_location="cpu", mmap=True)
+    return {**state.get("config", {}), "algo": saved_algorithm(state)}
 
 
 def check_matches(state: dict[str, Any], env_id: str, algo: str, net: torch.nn.Module,

@@ -46,6 +46,8 @@ class Counters:
     """Over this invocation; the budget starts afresh on resume."""
     rollbacks: int = 0
     """Times a locked policy was put back to the weights of the best mean-100."""
+    training_iteration: int = 0
+    """``train()`` calls so far (RLlib's name), going on after a resume or restore."""
 
 
 @dataclass
@@ -160,19 +162,42 @@ def share_net(config: Config, algorithm: Algorithm, env_info: EnvInfo,
     if config.resume is not None:
         if restored is None:
             restored = read_checkpoint(config.resume, device)
-        saved = restored.get("config", {})
-        shape = algorithm.saved_net_shape(saved)
-        if env_info.agents:  # the policies shape a multi-agent net too
-            shape = {**shape, "policies": saved.get("policies") or "per-agent"}
-        try:
-            check_matches(restored, config.env_id, config.algo, net, shape)
-        except CheckpointError as exc:
-            raise ConfigError(f"--resume: {exc}") from exc
-        net.load_state_dict(restored["model"])
-        version_counter.fill_(restored["policy_version"])
-        torch.set_rng_state(restored["torch_rng"])
+        load_weights(restored, config, algorithm, env_info, net, version_counter, "--resume")
+        if "torch_rng" in restored:  # a checkpoint made by hand may hold the net alone
+            torch.set_rng_state(restored["torch_rng"])
     net.share_memory()
     return SharedNet(net, version_counter, env_info, restored)
+
+
+def load_weights(state: dict, config: Config, algorithm: Algorithm, env_info: EnvInfo, net: torch.nn.Module,
+                 version_counter: torch.Tensor, asked_by: str) -> None:
+    """A checkpoint's weights and policy version into ``net`` (in place: workers acting on
+    it see them at their next step); ConfigError, naming ``asked_by``, where it was trained
+    on another env, by another algorithm or with another net."""
+    saved = state.get("config", {})
+    shape = algorithm.saved_net_shape(saved)
+    if env_info.agents:  # the policies shape a multi-agent net too
+        shape = {**shape, "policies": saved.get("policies") or "per-agent"}
+    try:
+        check_matches(state, config.env_id, config.algo, net, shape)
+    except CheckpointError as exc:
+        raise ConfigError(f"{asked_by}: {exc}") from exc
+    net.load_state_dict(state["model"])
+    version_counter.fill_(state["policy_version"])
+
+
+def load_learner_state(run: Run, state: dict) -> None:
+    """A checkpoint's optimizer, algorithm extras (replay, target nets), counters and reward
+    window into a running run (the weights: ``load_weights``); this invocation's worker
+    restarts are kept, as its restart budget is."""
+    run.learner.optimizer.load_state_dict(state["optimizer"])
+    run.learner.load_extras(state)
+    for name, value in state["counters"].items():
+        if name != "worker_restarts":
+            setattr(run.counters, name, value)
+    run.rewards.recent_rewards.clear()
+    run.rewards.recent_rewards.extend(state["recent_rewards"])
+    run.rewards.best_mean_reward = state["best_mean_reward"]
 
 
 RUN_DIR_TRIES = 100

@@ -18,6 +18,7 @@ is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +31,7 @@ import torch
 
 from a3c.algos import get_algorithm
 from a3c.algos.optimizer import NonFiniteLoss
-from a3c.config import Config, ConfigError, env_goal, keyword, make_config, settings_of
+from a3c.config import Config, ConfigError, env_goal, make_config, resumed_settings
 from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
@@ -44,7 +45,16 @@ from a3c.lifecycle.checkpoint import saved_algorithm
 from a3c.lifecycle.disk import OutOfRoom
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
-from a3c.lifecycle.run import EXIT_CODES, Run, make_run_dir, read_checkpoint, share_net, start_run
+from a3c.lifecycle.run import (
+    EXIT_CODES,
+    Run,
+    load_learner_state,
+    load_weights,
+    make_run_dir,
+    read_checkpoint,
+    share_net,
+    start_run,
+)
 from a3c.lifecycle.run_files import RunFiles
 from a3c.lifecycle.tracking import Tracking
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
@@ -55,6 +65,21 @@ from a3c.transport.pool import WorkerDied, WorkerPool
 
 class RunEnded(RuntimeError):
     """``train()`` was called after the run had ended."""
+
+
+class class_or_instance_method:
+    """A method with two forms: called on the class (``Trainer.restore(path)``: a new
+    trainer, the form this project had first) or on an instance (``trainer.restore(path)``:
+    in place, as RLlib's)."""
+
+    def __init__(self, on_class: Callable[..., Any], on_instance: Callable[..., Any]):
+        self.on_class, self.on_instance = on_class, on_instance
+        self.__doc__ = f"On the class: {on_class.__doc__}\n\nOn a trainer: {on_instance.__doc__}"
+
+    def __get__(self, instance: Any, owner: type) -> Callable[..., Any]:
+        if instance is None:
+            return functools.partial(self.on_class, owner)
+        return functools.partial(self.on_instance, instance)
 
 
 class Trainer:
@@ -98,21 +123,34 @@ class Trainer:
         return trainer
 
     @classmethod
-    def restore(cls, path: str | Path, callbacks: Sequence[Callback] = (), reporter: Reporter | None = None,
-                **overrides: Any) -> Trainer:
-        """The run saved at ``path``, with its settings (``overrides`` replace some, as a
-        budget): counters, optimizer, reward window and TensorBoard axis go on in its
-        directory, or in a new run folder where ``name`` or ``logdir`` name another
-        (``run.resumes_in_place``). The file is read once."""
+    def from_checkpoint(cls, path: str | Path, callbacks: Sequence[Callback] = (), reporter: Reporter | None = None,
+                        **overrides: Any) -> Trainer:
+        """A new trainer of the run saved at ``path``, with its settings (``overrides``
+        replace some, as a budget): counters, ``training_iteration``, optimizer, reward
+        window and TensorBoard axis go on in its directory, or in a new run folder where
+        ``name`` or ``logdir`` name another (``run.resumes_in_place``). The file is read once."""
         state = read_checkpoint(str(path))
-        algorithm = get_algorithm(saved_algorithm(state))
-        saved = state.get("config", {})
-        saved = {**saved, **algorithm.saved_net_shape(saved)}
-        settings = {keyword(setting): saved[setting.name]
-                    for setting in settings_of(algorithm.name) if setting.name in saved}
-        settings["logdir"] = str(Path(path).resolve().parent.parent)  # its folder's, wherever it moved
-        config = make_config(**{**settings, **overrides, "resume": str(path)})
+        settings = resumed_settings(path, {**state.get("config", {}), "algo": saved_algorithm(state)})
+        config = make_config(**{**settings, **overrides})
         return cls.from_config(config, callbacks, restored=state, reporter=reporter)
+
+    def _restore_in_place(self, path: str | Path) -> None:
+        """This trainer goes on from the checkpoint at ``path``, as RLlib's ``restore``: its
+        weights (the workers act on them from their next step), optimizer, algorithm extras,
+        counters, ``training_iteration`` and reward window; its own settings and run folder
+        stay. ConfigError for a checkpoint of another env, algorithm or net; RunEnded after
+        the run has ended (``Trainer.from_checkpoint`` goes on from there)."""
+        if self._ended is not None:
+            raise RunEnded(f"the run has ended ({self._ended}); Trainer.from_checkpoint(path) goes on from a checkpoint")
+        state = read_checkpoint(str(path))
+        load_weights(state, self.config, self.algorithm, self._shared.env_info, self.net, self._shared.version_counter,
+                     "restore")
+        if self._run is None:  # not started: the learner's state is built from it at the start
+            self._shared.restored = state
+        else:
+            load_learner_state(self._run, state)
+
+    restore = class_or_instance_method(from_checkpoint.__func__, _restore_in_place)
 
     def _setup(self, config: Config, callbacks: Sequence[Callback], restored: dict | None = None,
                env_info: EnvInfo | None = None, reporter: Reporter | None = None) -> None:
@@ -142,7 +180,6 @@ class Trainer:
         self.checkpoint_written = False
         """Whether the ending wrote checkpoint.pt (not after a non-finite loss or on a full disk)."""
         self._seconds = 0.0
-        self._iterations = 0
         self._env_task: Any = None
         self._task_settable: bool | None = None
 
@@ -195,11 +232,11 @@ class Trainer:
             raise
         iteration_seconds = time.monotonic() - started
         self._seconds += iteration_seconds
-        self._iterations += 1
+        run.counters.training_iteration += 1
         result = self._result(step_means, run.counters.frames - start_frames, iteration_seconds,
                               run.counters.episodes - start_episodes)
         try:
-            if self.config.eval_every and self._iterations % self.config.eval_every == 0 and reason is None:
+            if self.config.eval_every and run.counters.training_iteration % self.config.eval_every == 0 and reason is None:
                 result.update(self.evaluate())
             for callback in self.callbacks:
                 callback.on_train_result(self, result)
@@ -478,13 +515,12 @@ class Trainer:
             "episodes_this_iter": episodes,
             "episodes_total": run.counters.episodes,
             "timesteps_total": run.counters.transitions,
-            "training_iteration": self._iterations,
             "custom_metrics": rewards.custom_summary(),
             "frames_per_second": frames / seconds if seconds > 0 else 0.0,
             "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
             "policy_version": run.learner.policy_version,
             **step_means.means(),
-            "iteration": self._iterations,
+            "iteration": run.counters.training_iteration,
             "iteration_seconds": seconds,
             "seconds": self._seconds,
             "done": False,

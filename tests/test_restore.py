@@ -1,0 +1,95 @@
+"""Restore as RLlib's: ``trainer.restore(path)`` in place (weights, optimizer, counters,
+``training_iteration`` going on), ``Trainer.from_checkpoint(path)`` and the class form
+``Trainer.restore(path)`` a new trainer; ``--resume CKPT`` alone takes the env, algorithm
+and settings from the checkpoint, a flag beside it overrides."""
+import json
+
+import pytest
+import torch
+
+from a3c import ConfigError, Trainer
+from a3c.config import parse_config
+from tests.helpers import only_run_dir
+
+COUNTING = "tests.toy_envs:Counting-v0"
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A checkpoint after three iterations of a serial CartPole run, and its weights."""
+    folder = tmp_path_factory.mktemp("saved")
+    with Trainer(env="CartPole-v1", backend="serial", logdir=str(folder), stop_reward=1e9) as trainer:
+        for _ in range(3):
+            result = trainer.train(frames=300)
+        path = trainer.save()
+        weights = {name: tensor.clone() for name, tensor in trainer.net.state_dict().items()}
+    return path, weights, result
+
+
+def same_weights(net, weights) -> bool:
+    return all(torch.equal(tensor, weights[name]) for name, tensor in net.state_dict().items())
+
+
+@pytest.mark.parametrize("started", [False, True], ids=["before-the-first-train", "mid-run"])
+def test_restore_on_a_trainer_goes_on_in_place_from_the_checkpoint(tmp_path, saved, started):
+    path, weights, before = saved
+    with Trainer(env="CartPole-v1", backend="serial", logdir=str(tmp_path), stop_reward=1e9) as trainer:
+        if started:
+            trainer.train(frames=100)
+        assert not same_weights(trainer.net, weights)
+        assert trainer.restore(path) is None
+        assert same_weights(trainer.net, weights)
+        result = trainer.train(frames=100)
+    assert result["training_iteration"] == before["training_iteration"] + 1 == 4
+    assert result["frames"] >= before["frames"] and result["episodes_total"] >= before["episodes_total"]
+    assert result["run_dir"].startswith(str(tmp_path))  # the trainer's own folder, not the checkpoint's
+
+
+def test_restore_refuses_another_envs_checkpoint_in_one_line(tmp_path, saved):
+    with Trainer(env=COUNTING, backend="serial", logdir=str(tmp_path)) as trainer, \
+            pytest.raises(ConfigError, match="restore: checkpoint was trained on CartPole-v1, this run is"):
+        trainer.restore(saved[0])
+
+
+def test_the_class_forms_make_a_new_trainer_that_goes_on(saved):
+    path, weights, before = saved
+    for make in (Trainer.from_checkpoint, Trainer.restore):
+        trainer = make(path, max_frames=10**6)
+        assert isinstance(trainer, Trainer) and same_weights(trainer.net, weights)
+        assert trainer.train(frames=100)["training_iteration"] == before["training_iteration"] + 1
+        trainer.stop()
+
+
+def test_resume_alone_takes_the_env_algorithm_and_settings_from_the_checkpoint(tmp_path):
+    with Trainer(env="Pendulum-v1", algo="sac", backend="serial", logdir=str(tmp_path), name="pend", tau=0.01,
+                 learning_starts=100) as trainer:
+        trainer.train(frames=200)
+        path = trainer.save()
+    config = parse_config(["--resume", str(path)])
+    assert (config.env_id, config.algo, config.tau, config.backend, config.name) == (
+        "Pendulum-v1", "sac", 0.01, "serial", "pend")
+    assert config.logdir == str(tmp_path.resolve())  # in place: the checkpoint's run folder goes on
+    overridden = parse_config(["--resume", str(path), "--tau", "0.02", "--max-seconds", "5"])
+    assert (overridden.tau, overridden.max_seconds, overridden.algo) == (0.02, 5.0, "sac")
+
+
+@pytest.mark.timeout(120)
+def test_the_command_resumes_a_sac_checkpoint_given_alone_and_refuses_another_env(launch, tmp_path):
+    with Trainer(env="Pendulum-v1", algo="sac", backend="serial", logdir=str(tmp_path), name="pend",
+                 learning_starts=100) as trainer:
+        trainer.train(frames=200)
+        path = trainer.save()
+    trainer = launch(["--resume", str(path), "--max-seconds", "2"])
+    assert trainer.finish(timeout=90) == 0, trainer.output
+    assert "Pendulum-v1 | sac" in trainer.output and "resumed at frame" in trainer.output
+    summary = json.loads((only_run_dir(tmp_path) / "summary.json").read_text())
+    assert summary["reason"] == "time_budget" and summary["training_iteration"] >= 2
+    refused = launch(["--resume", str(path), "--env", "MountainCarContinuous-v0"])
+    assert refused.finish(timeout=60) == 2
+    assert "--resume: checkpoint was trained on Pendulum-v1, this run is MountainCarContinuous-v0" in refused.output
+
+
+def test_a_run_name_is_still_needed_without_resume(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parse_config(["--env", "CartPole-v1"])
+    assert exited.value.code == 2 and "required: -n/--name" in capsys.readouterr().err
