@@ -35,6 +35,14 @@ class ActorStep:
     episodes: list[EpisodeResult] = field(default_factory=list)
 
 
+def env_info(infos: dict, env_index: int) -> dict[str, Any]:
+    """One env's ``info`` out of a vector env's (gymnasium's dict of arrays, each key's
+    ``_key`` mask saying which envs gave it)."""
+    return {key: value[env_index] for key, value in infos.items()
+            if not key.startswith("_") and key not in ("final_obs", "final_info")
+            and bool(infos.get(f"_{key}", [True] * (env_index + 1))[env_index])}
+
+
 class VectorActor:
     """Acts in ``num_envs`` lockstep envs with ``net``, one forward pass per vector step.
 
@@ -199,7 +207,8 @@ class VectorActor:
             done = bool(terminated[env_index] or truncated[env_index])
             final = done and not self.accumulator.next_step_reset
             observation = infos["final_obs"][env_index] if final else next_observations[env_index]
-            callbacks.step(env_index, observation, actions[env_index], float(rewards[env_index]), {})
+            callbacks.step(env_index, observation, actions[env_index], float(rewards[env_index]),
+                           env_info(infos.get("final_info", infos) if final else infos, env_index))
             if done:
                 ended[env_index] = callbacks.end(env_index)
                 if self.accumulator.next_step_reset:

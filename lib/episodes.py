@@ -8,19 +8,32 @@ becomes ``CallbackError``, which ends the run rather than restarting the worker.
 """
 from __future__ import annotations
 
+import random
 import traceback
 from collections.abc import Sequence
 from typing import Any
+
+from a3c.lib.hook_call import call_hook
 
 
 class CallbackError(RuntimeError):
     """A user's callback raised in a worker; the message holds its traceback."""
 
 
+class WorkerContext:
+    """What the hooks' ``worker`` keyword gives (RLlib passes its rollout worker): the
+    worker's index."""
+
+    def __init__(self, worker_index: int):
+        self.worker_index = worker_index
+
+
 class Episode:
     """One env's episode in progress, as the child-side callbacks see it."""
 
     def __init__(self, env_index: int, observation: Any):
+        self.episode_id = random.getrandbits(63)
+        """Unique over the run, as RLlib's (a random number)."""
         self.env_index = env_index
         self.user_data: dict[str, Any] = {}
         self.custom_metrics: dict[str, float] = {}
@@ -36,6 +49,15 @@ class Episode:
         """RLlib's spelling of ``last_observation`` (one agent here)."""
         return self.last_observation
 
+    def last_raw_obs_for(self, agent_id: Any = None) -> Any:
+        """The env's own last observation: the same as ``last_observation_for``, since the
+        hooks see observations before any preprocessing."""
+        return self.last_observation
+
+    def last_info_for(self, agent_id: Any = None) -> dict[str, Any]:
+        """The ``info`` of the env's last step."""
+        return self.last_info
+
 
 class EpisodeCallbacks:
     """Runs the child-side hooks over ``num_envs`` envs; ``env`` is the worker's vector env."""
@@ -44,13 +66,15 @@ class EpisodeCallbacks:
         self.callbacks = list(callbacks)
         self.env = env
         self.worker_index = worker_index
+        self.worker = WorkerContext(worker_index)
         self.episodes: dict[int, Episode] = {}
 
     def _call(self, hook: str, episode: Episode) -> None:
         for callback in self.callbacks:
             try:
-                getattr(callback, hook)(episode=episode, env=self.env, env_index=episode.env_index,
-                                        worker_index=self.worker_index)
+                call_hook(getattr(callback, hook), {
+                    "episode": episode, "env": self.env, "base_env": self.env, "env_index": episode.env_index,
+                    "worker_index": self.worker_index, "worker": self.worker, "policies": None})
             except Exception as exc:
                 raise CallbackError(f"{type(callback).__name__}.{hook} raised in worker {self.worker_index}:\n"
                                     f"{traceback.format_exc()}") from exc

@@ -321,3 +321,14 @@ class HangOnceEnv(CountingEnv):
 
 
 gym.register("HangOnce-v0", entry_point=HangOnceEnv)
+
+
+class InfoCountingEnv(CountingEnv):
+    """Counting, its info saying the step: ``{"t": t}``."""
+
+    def step(self, action):
+        observation, reward, terminated, truncated, _ = super().step(action)
+        return observation, reward, terminated, truncated, {"t": self.t}
+
+
+gym.register("InfoCounting-v0", entry_point=InfoCountingEnv)

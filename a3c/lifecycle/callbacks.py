@@ -17,7 +17,7 @@ exception (with a worker's traceback) raised from ``train()``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,3 +80,70 @@ def load_callbacks(spec: str) -> list[Callback]:
         except (ImportError, AttributeError, TypeError, ValueError) as error:
             raise ConfigError(f"--callbacks {item!r}: {type(error).__name__}: {error}") from None
     return loaded
+
+
+LEARNER_HOOKS = ("on_episode_result", "on_sample_end", "on_learn_on_batch", "on_train_result", "on_checkpoint")
+
+
+class FunctionCallbacks(Callback):
+    """RLlib's older form, a dict of functions by hook (``{"on_train_result": fn}``), each
+    called with one ``info`` dict of the hook's keyword arguments (``info["trainer"]``,
+    ``info["result"]``; a worker's hooks: ``info["episode"]``, ``info["env"]``, ...)."""
+
+    def __init__(self, functions: Mapping[str, Callable[[dict[str, Any]], Any]]):
+        from a3c.options import ConfigError
+
+        unknown = sorted(set(functions) - {*CHILD_HOOKS, *LEARNER_HOOKS})
+        if unknown:
+            raise ConfigError(f"callbacks: no hook named {', '.join(unknown)}; the hooks are "
+                              f"{', '.join([*CHILD_HOOKS, *LEARNER_HOOKS])}")
+        self.functions = dict(functions)
+
+    def _info(self, hook: str, **info: Any) -> None:
+        function = self.functions.get(hook)
+        if function is not None:
+            function(info)
+
+    def on_episode_start(self, **kwargs: Any) -> None:
+        self._info("on_episode_start", **kwargs)
+
+    def on_episode_step(self, **kwargs: Any) -> None:
+        self._info("on_episode_step", **kwargs)
+
+    def on_episode_end(self, **kwargs: Any) -> None:
+        self._info("on_episode_end", **kwargs)
+
+    def on_episode_result(self, **kwargs: Any) -> None:
+        self._info("on_episode_result", **kwargs)
+
+    def on_sample_end(self, **kwargs: Any) -> None:
+        self._info("on_sample_end", **kwargs)
+
+    def on_learn_on_batch(self, **kwargs: Any) -> None:
+        self._info("on_learn_on_batch", **kwargs)
+
+    def on_train_result(self, **kwargs: Any) -> None:
+        self._info("on_train_result", **kwargs)
+
+    def on_checkpoint(self, **kwargs: Any) -> None:
+        self._info("on_checkpoint", **kwargs)
+
+
+def given_callbacks(given: Any) -> tuple[list[Any], str]:
+    """What ``Trainer(callbacks=...)`` was given, as RLlib's users give it (a class, an
+    instance, a list of those, "module:Class", a dict of functions by hook), split into
+    instances and the ``callbacks`` setting's "module:Class" text."""
+    if isinstance(given, str):
+        return [], given
+    items = given if isinstance(given, (list, tuple)) else [given]
+    instances, names = [], []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, Mapping):
+            instances.append(FunctionCallbacks(item))
+        elif isinstance(item, type):
+            instances.append(item())
+        else:
+            instances.append(item)
+    return instances, ",".join(names)

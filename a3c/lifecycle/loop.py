@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from a3c.lib.hook_call import call_hook
 from a3c.lib.trackers import MeanTracker, ProgressReporter
 from a3c.lifecycle.callbacks import Callback
 from a3c.lifecycle.load_meter import PROGRESS_FILE, LoadMeter
@@ -124,7 +125,8 @@ class EventLoop:
         if run.rewards.best_mean_reward != best_before:
             run.offer_best()
         for callback in self.callbacks:
-            callback.on_episode_result(self.trainer, episode)
+            call_hook(callback.on_episode_result, {"trainer": self.trainer, "algorithm": self.trainer,
+                                                   "episode": episode}, (self.trainer, episode))
         return "solved" if solved else None
 
     def _on_rows(self, message: Any, step_means: StepMeans) -> str | None:
@@ -133,10 +135,14 @@ class EventLoop:
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step
         for callback in self.callbacks:
-            callback.on_sample_end(self.trainer, message)
+            call_hook(callback.on_sample_end, {"trainer": self.trainer, "algorithm": self.trainer, "worker": None,
+                                               "samples": message}, (self.trainer, message))
         for stats in run.learner.consume(message, run.counters.frames):
             for callback in self.callbacks:
-                callback.on_learn_on_batch(self.trainer, dataclasses.asdict(stats))
+                figures = dataclasses.asdict(stats)
+                call_hook(callback.on_learn_on_batch, {
+                    "trainer": self.trainer, "algorithm": self.trainer, "policy": self.trainer.net,
+                    "result": figures}, (self.trainer, figures))
             self._log_step(stats)
             step_means.add(stats)
             self.load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))

@@ -35,12 +35,13 @@ from a3c.config import Config, ConfigError, env_goal, make_config, resumed_setti
 from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
+from a3c.lib.hook_call import call_hook
 from a3c.lib.multiagent import agent_rows, env_agents
 from a3c.lib.observation_check import non_finite
 from a3c.lib.observations import STRUCTURED, flattened
 from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
-from a3c.lifecycle.callbacks import Callback, child_callbacks, load_callbacks
+from a3c.lifecycle.callbacks import Callback, child_callbacks, given_callbacks, load_callbacks
 from a3c.lifecycle.checkpoint import saved_algorithm
 from a3c.lifecycle.disk import OutOfRoom
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
@@ -90,16 +91,18 @@ class Trainer:
     first ``train()``, so a trainer restored only to act starts no process.
     """
 
-    def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Sequence[Callback] | str = (),
+    def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Any = (),
                  policy_mapping: Callable[[str], str] | None = None, reporter: Reporter | None = None,
                  **settings: Any):
         """``policy_mapping``, on a multi-agent env: the name of the policy that acts for
         each agent id (agents mapped to one name share its net); the ``policies`` setting
         in Python form. ``reporter``: what the run tells a person; by default only warnings,
         ``a3c.ConsoleReporter()`` prints what ``run_a3c.py`` prints. ``callbacks``: instances,
-        or the ``callbacks`` setting's "module:Class" (what ``--callbacks`` and sweeps give)."""
-        if isinstance(callbacks, str):
-            settings["callbacks"], callbacks = callbacks, ()
+        classes, lists of them, "module:Class" (what ``--callbacks`` and sweeps give) or a
+        dict of functions by hook, as RLlib takes them (``given_callbacks``)."""
+        callbacks, named = given_callbacks(callbacks)
+        if named:
+            settings["callbacks"] = ",".join(filter(None, [settings.get("callbacks", ""), named]))
         if policy_mapping is not None:
             if settings.get("policies") is not None:
                 raise ConfigError("give policies or policy_mapping, not both")
@@ -123,7 +126,7 @@ class Trainer:
         return trainer
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, callbacks: Sequence[Callback] = (), reporter: Reporter | None = None,
+    def from_checkpoint(cls, path: str | Path, callbacks: Any = (), reporter: Reporter | None = None,
                         **overrides: Any) -> Trainer:
         """A new trainer of the run saved at ``path``, with its settings (``overrides``
         replace some, as a budget): counters, ``training_iteration``, optimizer, reward
@@ -131,6 +134,9 @@ class Trainer:
         ``name`` or ``logdir`` name another (``run.resumes_in_place``). The file is read once."""
         state = read_checkpoint(str(path))
         settings = resumed_settings(path, {**state.get("config", {}), "algo": saved_algorithm(state)})
+        callbacks, named = given_callbacks(callbacks)
+        if named:
+            overrides["callbacks"] = named
         config = make_config(**{**settings, **overrides})
         return cls.from_config(config, callbacks, restored=state, reporter=reporter)
 
@@ -239,7 +245,8 @@ class Trainer:
             if self.config.eval_every and run.counters.training_iteration % self.config.eval_every == 0 and reason is None:
                 result.update(self.evaluate())
             for callback in self.callbacks:
-                callback.on_train_result(self, result)
+                call_hook(callback.on_train_result, {"trainer": self, "algorithm": self, "result": result},
+                          (self, result))
         except OutOfRoom as exc:  # W&B's files (--track) filled the disk
             reason, message = "disk_full", str(exc)
         except BaseException as exc:
@@ -489,15 +496,17 @@ class Trainer:
 
     def _save(self, name: str, directory: Path | None = None) -> Path:
         path = self._learner_state().save(name, directory)
-        for callback in self.callbacks:
-            callback.on_checkpoint(self, path)
+        self._said_saved(path)
         return path
 
     def _save_best(self) -> None:
         path = self._run.save_best()
         if path is not None:
-            for callback in self.callbacks:
-                callback.on_checkpoint(self, path)
+            self._said_saved(path)
+
+    def _said_saved(self, path: Path) -> None:
+        for callback in self.callbacks:
+            call_hook(callback.on_checkpoint, {"trainer": self, "algorithm": self, "path": path}, (self, path))
 
     def _act_greedily(self, observation: np.ndarray, state: torch.Tensor | None) -> tuple[int | np.ndarray, Any]:
         raw_space = self._shared.env_info.raw_observation_space

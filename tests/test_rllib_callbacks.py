@@ -1,0 +1,94 @@
+"""Callbacks as RLlib's users write them: a class, an instance, a list, "module:Class" or a
+dict of functions; methods with RLlib's keyword-only arguments; the episode's
+``episode_id``, ``last_raw_obs_for()`` and ``last_info_for()`` with the env's real info;
+the positional form of this project's first callbacks still works."""
+import numpy as np
+import pytest
+
+import a3c
+from a3c import ConfigError, Trainer
+from a3c.lib.hook_call import call_hook
+
+INFO_COUNTING = "tests.toy_envs:InfoCounting-v0"  # 5 steps an episode, info {"t": step}
+
+
+class NotesStyle(a3c.Callback):
+    """Written with RLlib's signatures, as the notes' callbacks are."""
+
+    def on_episode_start(self, *, worker, base_env, policies, episode, env_index, **kwargs):
+        episode.user_data["observed"] = [float(episode.last_raw_obs_for()[0])]
+
+    def on_episode_step(self, *, worker, base_env, episode, env_index, **kwargs):
+        episode.user_data["observed"].append(float(episode.last_observation_for()[0]))
+        episode.user_data["last_t"] = episode.last_info_for()["t"]
+
+    def on_episode_end(self, *, worker, base_env, policies, episode, env_index, **kwargs):
+        episode.custom_metrics["steps_seen"] = len(episode.user_data["observed"]) - 1
+        episode.custom_metrics["last_t"] = episode.user_data["last_t"]
+        episode.custom_metrics["has_id"] = float(isinstance(episode.episode_id, int))
+        episode.custom_metrics["worker"] = float(worker.worker_index)
+
+    def on_sample_end(self, *, worker, samples, **kwargs):
+        self.samples = getattr(self, "samples", 0) + 1
+
+    def on_train_result(self, *, trainer, result, **kwargs):
+        result["notes_saw"] = self.samples
+
+
+class OldStyle(a3c.Callback):
+    def on_train_result(self, trainer, result):
+        result["old_saw"] = True
+
+
+def test_a_hook_gets_the_keywords_it_takes_or_its_positions():
+    class Hooks:
+        def keywords(self, *, result, **kwargs):
+            return ("keywords", result, sorted(kwargs))
+
+        def named(self, trainer, result):
+            return ("named", trainer, result)
+
+        def positions(self, t, r):
+            return ("positions", t, r)
+
+    hooks = Hooks()
+    given = {"trainer": "T", "algorithm": "T", "result": "R"}
+    assert call_hook(hooks.keywords, given, ("T", "R")) == ("keywords", "R", ["algorithm", "trainer"])
+    assert call_hook(hooks.named, given, ("T", "R")) == ("named", "T", "R")
+    assert call_hook(hooks.positions, given, ("T", "R")) == ("positions", "T", "R")
+
+
+@pytest.mark.parametrize("given", [
+    NotesStyle, [NotesStyle(), OldStyle], [NotesStyle, "tests.test_rllib_callbacks:OldStyle"]],
+    ids=["a-class", "a-list", "with-module-class"])
+def test_callbacks_given_as_rllib_users_give_them_run_with_rllibs_signatures(tmp_path, given):
+    with Trainer(env=INFO_COUNTING, backend="serial", processes=2, logdir=str(tmp_path), stop_reward=1e9,
+                 callbacks=given) as trainer:
+        result = trainer.train(frames=2000)
+    metrics = result["custom_metrics"]
+    assert metrics["steps_seen_mean"] == 5.0 and metrics["last_t_max"] == 5.0  # the env's own info
+    assert metrics["has_id_min"] == 1.0 and metrics["worker_max"] == 1.0  # both workers' episodes
+    assert result["notes_saw"] > 0
+    assert result.get("old_saw") is (True if given is not NotesStyle else None)
+
+
+def test_a_dict_of_functions_gets_rllibs_info_dict_and_an_unknown_hook_is_refused(tmp_path):
+    seen = {}
+
+    def on_train_result(info):
+        seen["iteration"] = info["result"]["training_iteration"]
+        seen["trainer"] = info["trainer"]
+
+    with Trainer(env=INFO_COUNTING, backend="serial", logdir=str(tmp_path), stop_reward=1e9,
+                 callbacks={"on_train_result": on_train_result}) as trainer:
+        trainer.train(frames=100)
+    assert seen == {"iteration": 1, "trainer": trainer}
+    with pytest.raises(ConfigError, match="no hook named on_postprocess_trajectori"):
+        Trainer(env=INFO_COUNTING, logdir=str(tmp_path), callbacks={"on_postprocess_trajectori": print})
+
+
+def test_episode_ids_differ(tmp_path):
+    from a3c.lib.episodes import Episode
+
+    ids = {Episode(0, np.zeros(1)).episode_id for _ in range(100)}
+    assert len(ids) == 100
