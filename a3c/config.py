@@ -124,6 +124,15 @@ class RunSettings:
     report_interval: float = option("seconds between progress lines; also the length of one "
                                     "training iteration", 5.0, above=0.0)
     save_every: float = option("seconds between periodic checkpoints", 300.0, above=0.0)
+    checkpoint_every_iterations: int = option(
+        "also write checkpoint.pt after every N-th iteration (a train() call; --report-interval seconds on "
+        "the command line); 0: by --save-every alone", 0, at_least=0)
+    keep_checkpoints: int = option(
+        "keep the newest K checkpoints as checkpoint-ITERATION.pt beside checkpoint.pt (hard links, so "
+        "no extra room); 0: checkpoint.pt alone", 0, at_least=0)
+    checkpoint_at_end: bool = option(
+        "write checkpoint.pt as the run ends (--no-checkpoint-at-end: the periodic ones only; Ctrl-C and "
+        "SIGTERM still save)", True)
     collapse_rollback: bool = option(
         "put back the weights of the best mean-100 when the policy has locked into one action "
         "after a collapse (docs/learning.md, \"Training past the goal\")", True)

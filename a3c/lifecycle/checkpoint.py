@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -48,6 +49,27 @@ def save_checkpoint(path: str | os.PathLike, state: dict[str, Any]) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+HISTORY_GLOB = "checkpoint-*.pt"
+
+
+def keep_in_history(path: Path, iteration: int, keep: int) -> Path:
+    """``path`` (just written) kept as ``checkpoint-ITERATION.pt`` beside it, a hard link
+    put in place by rename (a copy where the disk has no links), and the oldest of those
+    removed beyond the newest ``keep``; the kept file's path."""
+    kept = path.with_name(f"checkpoint-{iteration:06d}.pt")
+    partial = path.with_name(f".{kept.name}.tmp")
+    partial.unlink(missing_ok=True)
+    with writing(kept):
+        try:
+            os.link(path, partial)
+        except OSError:
+            shutil.copyfile(path, partial)
+        os.replace(partial, kept)
+    for old in sorted(path.parent.glob(HISTORY_GLOB))[:-keep]:
+        old.unlink(missing_ok=True)
+    return kept
 
 
 def _unreadable_because(path: Path, error: BaseException) -> str:

@@ -42,7 +42,7 @@ from a3c.lib.observations import STRUCTURED, flattened
 from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
 from a3c.lifecycle.callbacks import Callback, child_callbacks, given_callbacks, load_callbacks
-from a3c.lifecycle.checkpoint import saved_algorithm
+from a3c.lifecycle.checkpoint import keep_in_history, saved_algorithm
 from a3c.lifecycle.disk import OutOfRoom
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
@@ -247,6 +247,9 @@ class Trainer:
             for callback in self.callbacks:
                 call_hook(callback.on_train_result, {"trainer": self, "algorithm": self, "result": result},
                           (self, result))
+            every = self.config.checkpoint_every_iterations
+            if every and reason is None and run.counters.training_iteration % every == 0:
+                self._save_latest()
         except OutOfRoom as exc:  # W&B's files (--track) filled the disk
             reason, message = "disk_full", str(exc)
         except BaseException as exc:
@@ -300,7 +303,7 @@ class Trainer:
         else as ``checkpoint.pt`` in the folder ``path``, by default the run's; its path.
         ``Trainer.restore(path)`` or ``run_a3c.py --resume path`` goes on from it."""
         if path is None:
-            return self._save("checkpoint.pt")
+            return self._save_latest()
         path = Path(path)
         folder, name = (path.parent, path.name) if path.suffix == ".pt" else (path, "checkpoint.pt")
         folder.mkdir(parents=True, exist_ok=True)
@@ -424,7 +427,7 @@ class Trainer:
             run.learner.begin(run.writer, run.counters.frames, shared.restored, self.reporter)
             self._files = RunFiles(run.run_dir, config)
             self._loop = EventLoop(self, run, pool, self.callbacks, self.reporter, self._goal,
-                                   save_checkpoint=lambda: self._save("checkpoint.pt"),
+                                   save_checkpoint=self._save_latest,
                                    save_best=self._save_best)
 
     def _learner_state(self) -> Run:
@@ -467,7 +470,8 @@ class Trainer:
             return True
 
         try:
-            self.checkpoint_written = reason != "non_finite" and attempt(lambda: self._save("checkpoint.pt"))
+            at_end = reason != "non_finite" and (self.config.checkpoint_at_end or signalled)
+            self.checkpoint_written = at_end and attempt(self._save_latest)
             if reason != "non_finite":
                 attempt(self._save_best)
             if unwritten and not signalled:
@@ -493,6 +497,15 @@ class Trainer:
                                  *([] if self.checkpoint_written else ["checkpoint.pt not written"]),
                                  *([] if summary_written else ["summary.json not written"])])
         return reason, message
+
+    def _save_latest(self) -> Path:
+        """The run's checkpoint.pt, kept in the history too with ``keep_checkpoints``."""
+        run = self._learner_state()
+        path = run.save("checkpoint.pt")
+        if self.config.keep_checkpoints:
+            keep_in_history(path, run.counters.training_iteration, self.config.keep_checkpoints)
+        self._said_saved(path)
+        return path
 
     def _save(self, name: str, directory: Path | None = None) -> Path:
         path = self._learner_state().save(name, directory)
