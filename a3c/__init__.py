@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.trainer",
-            "LearningNotAchieved": "a3c.lifecycle.trainer",
+            "LearningNotAchieved": "a3c.lifecycle.results",
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
             "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
             "register_env": "a3c.lib.user_envs", "EnvContext": "a3c.lib.user_envs",

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from a3c.config import COMMAND, ConfigError, exit_on_config_error, parse_config
 from a3c.lifecycle.reporter import ConsoleReporter
+from a3c.lifecycle.results import LearningNotAchieved, exit_code
 from a3c.lifecycle.signals import REASONS, StopSignals, early_signal
-from a3c.lifecycle.trainer import LearningNotAchieved, Trainer, exit_code
+from a3c.lifecycle.trainer import Trainer
 from a3c.preflight import preflight
 
 

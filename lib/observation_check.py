@@ -5,10 +5,16 @@ One line names the first mismatch, where it was seen (the reset, or step N) and 
 the observation (a Dict's key, a Tuple's index)."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
+
+from a3c.lib.observations import STRUCTURED
+
+if TYPE_CHECKING:
+    from a3c.lib.envs import EnvInfo
 
 CHECKED_STEPS = 5
 """Steps of random actions checked after the reset."""
@@ -96,3 +102,24 @@ def check_agent_observations(parallel_env: Any, seed: int, steps: int = CHECKED_
         observations, *_ = parallel_env.step(actions)
         problem = first_problem(observations, f"step {step}")
     return problem
+
+
+def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
+    """ValueError, naming the shape the net takes, for an array observation of another size
+    (a Dict's or Tuple's own is checked by its flattening, a multi-agent env's joint one by
+    its agents' nets): torch's own error names only matrix shapes. ValueError too for a
+    float observation holding NaN or an infinity, which would give an action silently."""
+    parts = observation.values() if isinstance(observation, Mapping) else (
+        observation if isinstance(observation, tuple) else [observation])
+    if any(non_finite(part) for part in parts):
+        raise ValueError(f"the observation holds NaN or infinite values; {env_info.env_id}'s policy acts only on "
+                         "finite ones")
+    raw_space = env_info.raw_observation_space
+    flat_already = isinstance(raw_space, STRUCTURED) and isinstance(observation, np.ndarray)
+    if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box) and not flat_already):
+        return
+    if np.size(observation) != np.prod(env_info.observation_shape):
+        stacked = (f": its last {frame_stack} stacked, as a3c.lib.envs.make_env(..., frame_stack={frame_stack}) "
+                   "gives them" if frame_stack > 1 else "")
+        raise ValueError(f"{env_info.env_id}'s net takes observations of shape {env_info.observation_shape}"
+                         f"{stacked}; got shape {np.shape(observation)}")

@@ -6,7 +6,7 @@ import pytest
 
 from a3c import Trainer, pretty_print
 from a3c.config import parse_config
-from a3c.lifecycle.trainer import stop_criterion_met
+from a3c.lifecycle.results import stop_criterion_met
 from a3c.sweep import build_parser
 
 

@@ -92,3 +92,27 @@ def test_episode_ids_differ(tmp_path):
 
     ids = {Episode(0, np.zeros(1)).episode_id for _ in range(100)}
     assert len(ids) == 100
+
+
+class Lengths(a3c.Callback):
+    def __init__(self):
+        self.lengths = []
+
+    def on_episode_result(self, trainer, episode):
+        self.lengths.append(episode.length)
+
+
+def test_env_task_fn_as_rllibs_sets_its_return_on_every_env_after_each_iteration(tmp_path):
+    calls = []
+
+    def env_task_fn(result, task_settable_env, env_ctx):
+        calls.append((result["training_iteration"], task_settable_env.get_task(), dict(env_ctx)))
+        return min(9, task_settable_env.get_task() + 2)
+
+    lengths = Lengths()
+    with Trainer(env="tests.toy_envs:TaskCounting-v0", backend="serial", logdir=str(tmp_path), stop_reward=1e9,
+                 env_config={}, env_task_fn=env_task_fn, callbacks=[lengths]) as trainer:
+        for _ in range(4):
+            trainer.train(frames=600)
+    assert calls == [(1, 5, {}), (2, 7, {}), (3, 9, {}), (4, 9, {})]
+    assert lengths.lengths[:5] == [5] * 5 and lengths.lengths[-5:] == [9] * 5

@@ -11,7 +11,7 @@ from a3c import Trainer
 from a3c.lib.episodes import CallbackError
 from a3c.lifecycle.callbacks import Callback
 from a3c.lifecycle.checkpoint import load_checkpoint
-from a3c.lifecycle.trainer import exit_code
+from a3c.lifecycle.results import exit_code
 from tests.helpers import only_run_dir
 
 pytestmark = pytest.mark.timeout(120)

@@ -198,6 +198,9 @@ class TaskCountingEnv(CountingEnv):
     def set_task(self, length: int) -> None:
         self._next_length = length
 
+    def get_task(self) -> int:
+        return self._next_length
+
     def reset(self, *, seed=None, options=None):
         self.episode_length = self._next_length
         return super().reset(seed=seed, options=options)

@@ -104,29 +104,17 @@ class FunctionCallbacks(Callback):
         if function is not None:
             function(info)
 
-    def on_episode_start(self, **kwargs: Any) -> None:
-        self._info("on_episode_start", **kwargs)
 
-    def on_episode_step(self, **kwargs: Any) -> None:
-        self._info("on_episode_step", **kwargs)
+def _forwarded(hook: str) -> Callable[..., None]:
+    def forward(self: FunctionCallbacks, **kwargs: Any) -> None:
+        self._info(hook, **kwargs)
 
-    def on_episode_end(self, **kwargs: Any) -> None:
-        self._info("on_episode_end", **kwargs)
+    forward.__name__ = hook
+    return forward
 
-    def on_episode_result(self, **kwargs: Any) -> None:
-        self._info("on_episode_result", **kwargs)
 
-    def on_sample_end(self, **kwargs: Any) -> None:
-        self._info("on_sample_end", **kwargs)
-
-    def on_learn_on_batch(self, **kwargs: Any) -> None:
-        self._info("on_learn_on_batch", **kwargs)
-
-    def on_train_result(self, **kwargs: Any) -> None:
-        self._info("on_train_result", **kwargs)
-
-    def on_checkpoint(self, **kwargs: Any) -> None:
-        self._info("on_checkpoint", **kwargs)
+for _hook in (*CHILD_HOOKS, *LEARNER_HOOKS):  # each hook calls the function given for it, if any
+    setattr(FunctionCallbacks, _hook, _forwarded(_hook))
 
 
 def given_callbacks(given: Any) -> tuple[list[Any], str]:

@@ -17,7 +17,6 @@ is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -25,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -37,17 +35,24 @@ from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
 from a3c.lib.hook_call import call_hook
 from a3c.lib.multiagent import agent_rows, env_agents
-from a3c.lib.observation_check import non_finite
-from a3c.lib.observations import STRUCTURED, flattened
+from a3c.lib.observation_check import check_observation_size
+from a3c.lib.observations import flattened
 from a3c.lib.policies import PolicyMappingError, mapping_setting
 from a3c.lib.recurrent import is_recurrent
 from a3c.lifecycle.callbacks import Callback, child_callbacks, given_callbacks, load_callbacks
 from a3c.lifecycle.checkpoint import keep_in_history, saved_algorithm
 from a3c.lifecycle.disk import OutOfRoom
+from a3c.lifecycle.env_tasks import EnvTasks
 from a3c.lifecycle.loop import EventLoop, StepMeans, describe_death
 from a3c.lifecycle.reporter import Reporter
+from a3c.lifecycle.results import (
+    LearningNotAchieved,
+    exit_code,
+    stop_criterion_met,
+    train_result,
+    unsolved,
+)
 from a3c.lifecycle.run import (
-    EXIT_CODES,
     Run,
     load_learner_state,
     load_weights,
@@ -78,9 +83,7 @@ class class_or_instance_method:
         self.__doc__ = f"On the class: {on_class.__doc__}\n\nOn a trainer: {on_instance.__doc__}"
 
     def __get__(self, instance: Any, owner: type) -> Callable[..., Any]:
-        if instance is None:
-            return functools.partial(self.on_class, owner)
-        return functools.partial(self.on_instance, instance)
+        return functools.partial(self.on_class, owner) if instance is None else functools.partial(self.on_instance, instance)
 
 
 class Trainer:
@@ -93,13 +96,15 @@ class Trainer:
 
     def __init__(self, env: str = "PongNoFrameskip-v4", *, callbacks: Any = (),
                  policy_mapping: Callable[[str], str] | None = None, reporter: Reporter | None = None,
-                 **settings: Any):
+                 env_task_fn: Callable[[dict, Any, Any], Any] | None = None, **settings: Any):
         """``policy_mapping``, on a multi-agent env: the name of the policy that acts for
         each agent id (agents mapped to one name share its net); the ``policies`` setting
         in Python form. ``reporter``: what the run tells a person; by default only warnings,
         ``a3c.ConsoleReporter()`` prints what ``run_a3c.py`` prints. ``callbacks``: instances,
         classes, lists of them, "module:Class" (what ``--callbacks`` and sweeps give) or a
-        dict of functions by hook, as RLlib takes them (``given_callbacks``)."""
+        dict of functions by hook, as RLlib takes them (``given_callbacks``). ``env_task_fn``:
+        RLlib's curriculum function, ``env_task_fn(result, task_settable_env, env_context)``
+        called after each ``train()``, its return set as every env's task."""
         callbacks, named = given_callbacks(callbacks)
         if named:
             settings["callbacks"] = ",".join(filter(None, [settings.get("callbacks", ""), named]))
@@ -113,6 +118,7 @@ class Trainer:
             except PolicyMappingError as exc:
                 raise ConfigError(str(exc)) from exc
         self._setup(make_config(env=env, **settings), callbacks, reporter=reporter)
+        self._tasks.task_fn = env_task_fn
 
     @classmethod
     def from_config(cls, config: Config, callbacks: Sequence[Callback] = (),
@@ -186,8 +192,7 @@ class Trainer:
         self.checkpoint_written = False
         """Whether the ending wrote checkpoint.pt (not after a non-finite loss or on a full disk)."""
         self._seconds = 0.0
-        self._env_task: Any = None
-        self._task_settable: bool | None = None
+        self._tasks = EnvTasks(config)
 
     # the public calls
     @property
@@ -239,14 +244,16 @@ class Trainer:
         iteration_seconds = time.monotonic() - started
         self._seconds += iteration_seconds
         run.counters.training_iteration += 1
-        result = self._result(step_means, run.counters.frames - start_frames, iteration_seconds,
-                              run.counters.episodes - start_episodes)
+        result = train_result(run, step_means, run.counters.frames - start_frames, iteration_seconds,
+                              run.counters.episodes - start_episodes, self._seconds)
         try:
             if self.config.eval_every and run.counters.training_iteration % self.config.eval_every == 0 and reason is None:
                 result.update(self.evaluate())
             for callback in self.callbacks:
                 call_hook(callback.on_train_result, {"trainer": self, "algorithm": self, "result": result},
                           (self, result))
+            if reason is None:
+                self._tasks.after_iteration(result, self._pool)
             every = self.config.checkpoint_every_iterations
             if every and reason is None and run.counters.training_iteration % every == 0:
                 self._save_latest()
@@ -270,17 +277,11 @@ class Trainer:
         return result
 
     def _check_learning_achieved(self, result: dict[str, Any]) -> None:
-        """With ``as_test``: LearningNotAchieved where a run that ended of itself (a budget,
-        a stop) is not solved; after the ending, so everything is saved. A failed, stopped
-        or signalled run keeps its own ending."""
-        if not self.config.as_test or exit_code(result["reason"]) != 0 or result["reason"] in ("solved", "stopped"):
-            return
-        mean, goal = result["episode_reward_mean"], self._goal
-        if goal is None or (mean is not None and mean >= goal):
-            return
-        mean_text = "no episode ended" if mean is None else f"mean-100 reward {mean:.2f}"
-        raise LearningNotAchieved(f"--as-test: the run ended unsolved ({result['reason']}): {mean_text}, "
-                                  f"below the goal {goal:g}", result)
+        """With ``as_test``: LearningNotAchieved after the ending of a run left unsolved."""
+        if self.config.as_test:
+            problem = unsolved(result, self._goal)
+            if problem:
+                raise LearningNotAchieved(f"--as-test: {problem}", result)
 
     def evaluate(self, episodes: int | None = None) -> dict[str, float]:
         """Greedy episodes in this process on a fresh env; logged under ``eval/``."""
@@ -362,15 +363,7 @@ class Trainer:
     def set_env_task(self, task: Any) -> None:
         """Give every env ``task`` through its ``set_task(task)``, to take effect at its next
         reset: curriculum learning. Children started later (restarts) get it too."""
-        if self._task_settable is None:  # asked once: making an env can take a while
-            probe = self.config.env_recipe.make()
-            self._task_settable = hasattr(probe.unwrapped, "set_task")
-            probe.close()
-        if not self._task_settable:
-            raise ValueError(f"{self.config.env_id} has no set_task(task) method")
-        self._env_task = task
-        if self._pool is not None:
-            self._pool.set_env_task(task)
+        self._tasks.set(task, self._pool)
 
     def kill(self) -> None:
         """SIGKILL every worker now (the CLI's second Ctrl-C); no checkpoint is written."""
@@ -398,6 +391,7 @@ class Trainer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+        self._tasks.close()
         if self._run is not None:
             self._run.writer.close()
         if self._tracking is not None:  # a run that ended has finished it already
@@ -413,8 +407,8 @@ class Trainer:
         config, shared = self.config, self._shared
         pool = make_pool(self.algorithm, config, shared.env_info, shared.net, shared.version_counter,
                          base_seed=config.seed + shared.transitions_done, callbacks=child_callbacks(self.callbacks))
-        if self._env_task is not None:
-            pool.set_env_task(self._env_task)
+        if self._tasks.task is not None:
+            pool.set_env_task(self._tasks.task)
         pool.start()  # a pool that cannot start stops what it began and raises
         self._pool = pool
         run = self._learner_state()
@@ -448,10 +442,9 @@ class Trainer:
         first, the checkpoint cannot be lost to workers, actors or a cluster that are slow
         to stop or already gone (a SIGTERM to the whole process group reaches them too).
 
-        Each write is tried, whatever the one before did: a disk that fills makes the run's
-        reason ``disk_full`` (a signal keeps its own) and the message names the first file
-        that could not be written, and which of checkpoint.pt and summary.json were not.
-        The final reason and message are returned."""
+        Each write is tried whatever the one before did: a disk that fills makes the reason
+        ``disk_full`` (a signal keeps its own), the message naming the first file that could
+        not be written and which of checkpoint.pt and summary.json were not; returned."""
         self.ending = True
         self._ended = reason
         signalled = reason in ("interrupted", "terminated")
@@ -517,80 +510,10 @@ class Trainer:
         if path is not None:
             self._said_saved(path)
 
-    def _said_saved(self, path: Path) -> None:
+    def _said_saved(self, path: Path) -> None:  # each callback's on_checkpoint
         for callback in self.callbacks:
             call_hook(callback.on_checkpoint, {"trainer": self, "algorithm": self, "path": path}, (self, path))
 
     def _act_greedily(self, observation: np.ndarray, state: torch.Tensor | None) -> tuple[int | np.ndarray, Any]:
         raw_space = self._shared.env_info.raw_observation_space
         return act_once(self.net, self.algorithm, flattened(raw_space, observation), state, True)
-
-    def _result(self, step_means: StepMeans, frames: int, seconds: float, episodes: int) -> dict[str, Any]:
-        run, rewards = self._run, self._run.rewards
-        return {
-            **dataclasses.asdict(run.counters),
-            "episode_reward_mean": rewards.mean_reward,
-            "episode_reward_best": rewards.best_mean_reward,
-            "episode_reward_max": max(rewards.recent_rewards, default=None),
-            "episode_reward_min": min(rewards.recent_rewards, default=None),
-            "episode_len_mean": float(np.mean(rewards.recent_lengths)) if rewards.recent_lengths else None,
-            "episodes_this_iter": episodes,
-            "episodes_total": run.counters.episodes,
-            "timesteps_total": run.counters.transitions,
-            "custom_metrics": rewards.custom_summary(),
-            "frames_per_second": frames / seconds if seconds > 0 else 0.0,
-            "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
-            "policy_version": run.learner.policy_version,
-            **step_means.means(),
-            "iteration": run.counters.training_iteration,
-            "iteration_seconds": seconds,
-            "seconds": self._seconds,
-            "done": False,
-            "reason": None,
-            "run_dir": str(run.run_dir),
-        }
-
-
-class LearningNotAchieved(RuntimeError):
-    """An ``as_test`` run ended unsolved (RLlib's ``check_learning_achieved``); ``result`` is
-    its last ``train()`` result."""
-
-    def __init__(self, message: str, result: dict[str, Any]):
-        super().__init__(message)
-        self.result = result
-
-
-def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:
-    """ValueError, naming the shape the net takes, for an array observation of another size
-    (a Dict's or Tuple's own is checked by its flattening, a multi-agent env's joint one by
-    its agents' nets): torch's own error names only matrix shapes. ValueError too for a
-    float observation holding NaN or an infinity, which would give an action silently."""
-    parts = observation.values() if isinstance(observation, Mapping) else (
-        observation if isinstance(observation, tuple) else [observation])
-    if any(non_finite(part) for part in parts):
-        raise ValueError(f"the observation holds NaN or infinite values; {env_info.env_id}'s policy acts only on "
-                         "finite ones")
-    raw_space = env_info.raw_observation_space
-    flat_already = isinstance(raw_space, STRUCTURED) and isinstance(observation, np.ndarray)
-    if env_info.agents or (raw_space is not None and not isinstance(raw_space, gym.spaces.Box) and not flat_already):
-        return
-    if np.size(observation) != np.prod(env_info.observation_shape):
-        stacked = (f": its last {frame_stack} stacked, as a3c.lib.envs.make_env(..., frame_stack={frame_stack}) "
-                   "gives them" if frame_stack > 1 else "")
-        raise ValueError(f"{env_info.env_id}'s net takes observations of shape {env_info.observation_shape}"
-                         f"{stacked}; got shape {np.shape(observation)}")
-
-
-def stop_criterion_met(stop: Mapping[str, float] | None, result: Mapping[str, Any]) -> str | None:
-    """"stop_criterion" when any ``stop`` key's value in ``result`` is at least its bound
-    (Tune's rule), else None."""
-    for key, bound in (stop or {}).items():
-        value = result.get(key)
-        if value is not None and value >= bound:
-            return "stop_criterion"
-    return None
-
-
-def exit_code(reason: str) -> int:
-    """The CLI's exit code for a run that ended with ``reason``."""
-    return EXIT_CODES.get(reason, 1)
