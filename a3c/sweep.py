@@ -72,11 +72,20 @@ def trial(config: dict[str, Any]) -> None:
     with Trainer(**config["trial"]) as trainer:
         while True:
             result = trainer.train()
-            figures = {key: value for key, value in result.items()
-                       if isinstance(value, (int, float)) and not isinstance(value, bool)}
-            tune.report({**figures, "done": result["done"], "solved": result["reason"] == "solved"})
+            tune.report(reported(result))
             if result["done"]:
                 return
+
+
+def reported(result: dict[str, Any]) -> dict[str, Any]:
+    """What a trial tells Tune of a result: its numbers, ``custom_metrics`` nested as RLlib
+    reports them (Tune flattens them to ``custom_metrics/NAME_mean``), whether it is done
+    and whether solved."""
+    figures = {key: value for key, value in result.items()
+               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    custom = {key: value for key, value in result.get("custom_metrics", {}).items()
+              if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {**figures, "custom_metrics": custom, "done": result["done"], "solved": result["reason"] == "solved"}
 
 
 def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a3c.config import ConfigError
-from a3c.sweep import combinations, format_table, parse_grid, summarize
+from a3c.sweep import combinations, format_table, parse_grid, reported, summarize
 from tests.namespaces import ROOT, skip_or_fail_without_namespace
 
 
@@ -76,3 +76,10 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
         assert any(run.glob("events.out.tfevents.*"))
     # Ray wrote its token and session files in the suite's own home, not the user's
     assert (Path.home() / ".ray" / "auth_token").exists() and real_ray_dir_unchanged()
+
+
+def test_a_trial_reports_its_numbers_and_its_custom_metrics_nested_to_tune():
+    result = {"frames": 10, "episode_reward_mean": 2.5, "done": True, "reason": "solved", "run_dir": "x",
+              "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}, "loss": None}
+    assert reported(result) == {"frames": 10, "episode_reward_mean": 2.5, "done": True, "solved": True,
+                                "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}}
