@@ -185,6 +185,8 @@ class VectorActor:
             ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)
             episodes = [dataclasses.replace(episode, custom_metrics=ended[episode.env_index].custom_metrics,
                                             hist_data=ended[episode.env_index].hist_data) for episode in episodes]
+            if batch is not None:
+                self.episode_callbacks.postprocess(batch)
         episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
         if self.joint_rows and batch is not None:
             batch = joint_transitions(batch, self.envs.agents)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import random
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
 
 from a3c.lib.hook_call import call_hook
 
@@ -59,6 +61,32 @@ class Episode:
         return self.last_info
 
 
+class SampleBatchView:
+    """A worker's batch of rows as RLlib's SampleBatch reads: ``batch["rewards"]``,
+    ``["actions"]``, ``["obs"]``, ``["new_obs"]``, ``["dones"]`` and ``count``; assigning a
+    column (``batch["rewards"] = shaped``) changes the rows before they are sent."""
+
+    COLUMNS: ClassVar[dict[str, str]] = {"obs": "states", "actions": "actions", "rewards": "rewards",
+                                         "dones": "dones", "terminateds": "dones", "new_obs": "last_states"}
+
+    def __init__(self, batch: Any):
+        self._batch = batch
+
+    @property
+    def count(self) -> int:
+        return len(self._batch.rewards)
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self._batch, self.COLUMNS[name])
+
+    def __setitem__(self, name: str, values: Any) -> None:
+        column = getattr(self._batch, self.COLUMNS[name])
+        column[...] = np.asarray(values, dtype=column.dtype).reshape(column.shape)
+
+    def keys(self) -> list[str]:
+        return [name for name, field in self.COLUMNS.items() if getattr(self._batch, field) is not None]
+
+
 class EpisodeCallbacks:
     """Runs the child-side hooks over ``num_envs`` envs; ``env`` is the worker's vector env."""
 
@@ -90,6 +118,19 @@ class EpisodeCallbacks:
         episode.last_observation, episode.last_action, episode.last_reward = observation, action, reward
         episode.last_info = info
         self._call("on_episode_step", episode)
+
+    def postprocess(self, batch: Any) -> None:
+        """``on_postprocess_trajectory`` on a batch of rows before it is sent, as RLlib's
+        (``postprocessed_batch``: a ``SampleBatchView`` whose columns may be assigned)."""
+        view = SampleBatchView(batch)
+        for callback in self.callbacks:
+            try:
+                call_hook(callback.on_postprocess_trajectory, {
+                    "worker": self.worker, "episode": None, "agent_id": 0, "policy_id": "default_policy",
+                    "policies": None, "postprocessed_batch": view, "original_batches": {}})
+            except Exception as exc:
+                raise CallbackError(f"{type(callback).__name__}.on_postprocess_trajectory raised in worker "
+                                    f"{self.worker_index}:\n{traceback.format_exc()}") from exc
 
     def end(self, env_index: int) -> Episode:
         """Call ``on_episode_end``; the finished episode, whose metrics the learner gets."""

@@ -116,3 +116,30 @@ def test_env_task_fn_as_rllibs_sets_its_return_on_every_env_after_each_iteration
             trainer.train(frames=600)
     assert calls == [(1, 5, {}), (2, 7, {}), (3, 9, {}), (4, 9, {})]
     assert lengths.lengths[:5] == [5] * 5 and lengths.lengths[-5:] == [9] * 5
+
+
+class ShapedReward(a3c.Callback):
+    """Adds 1000 to every row's reward in the worker, before the rows are sent."""
+
+    def on_postprocess_trajectory(self, *, worker, episode, agent_id, policy_id, policies, postprocessed_batch,
+                                  original_batches, **kwargs):
+        assert postprocessed_batch.count == len(postprocessed_batch["rewards"]) > 0
+        postprocessed_batch["rewards"] = postprocessed_batch["rewards"] + 1000.0
+
+
+class LearnerSees(a3c.Callback):
+    def __init__(self):
+        self.rewards = []
+
+    def on_sample_end(self, trainer, samples):
+        self.rewards.extend(samples.batch.rewards.tolist())
+
+
+@pytest.mark.parametrize("backend", ["serial", "mp"])
+def test_a_reward_shaped_in_the_workers_postprocessing_is_the_one_the_learner_gets(tmp_path, backend):
+    seen = LearnerSees()
+    with Trainer(env=INFO_COUNTING, backend=backend, logdir=str(tmp_path), stop_reward=1e9,
+                 callbacks=[ShapedReward, seen]) as trainer:
+        result = trainer.train(frames=500)
+    assert seen.rewards and min(seen.rewards) >= 1000.0  # every row the learner got was shaped
+    assert result["episode_reward_mean"] == 15.0  # the episodes' returns stay the env's own

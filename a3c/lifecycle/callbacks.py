@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from a3c.lifecycle.trainer import Trainer
 
 
-CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end")
+CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end", "on_postprocess_trajectory")
 
 
 class Callback:
@@ -43,6 +43,11 @@ class Callback:
 
     def on_episode_end(self, *, episode: Episode, env: Any, env_index: int, **kwargs: Any) -> None:
         """An env finished an episode; fill ``episode.custom_metrics`` and ``hist_data`` here."""
+
+    def on_postprocess_trajectory(self, *, postprocessed_batch: Any, **kwargs: Any) -> None:
+        """A worker made a batch of rows and is about to send it: ``postprocessed_batch``
+        reads as RLlib's SampleBatch, and assigning a column (``["rewards"]``) changes what
+        the learner trains on (the rows as the algorithm sends them: A3C's n-step sums)."""
 
     # in the learner
     def on_episode_result(self, trainer: Trainer, episode: EpisodeResult) -> None:
