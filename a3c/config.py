@@ -446,11 +446,11 @@ def parse_config(argv: Sequence[str] | None = None, prog: str = COMMAND) -> Conf
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(prog, algo_of(argv))
     values = vars(parser.parse_args(argv))
+    given = given_settings(parser, argv)
     if values["resume"] is None:
-        if "-n" not in argv and not any(arg == "--name" or arg.startswith("--name=") for arg in argv):
+        if "name" not in given:
             parser.error("the following arguments are required: -n/--name")
         return make_config(**values)
-    given = given_settings(build_parser(prog, algo_of(argv)), argv)
     saved = resumed_settings(values["resume"])
     if "preset" in given:  # the preset given picks the values of its family's settings the flags leave unset
         picked = {keyword(setting) for setting in SETTINGS
@@ -460,7 +460,8 @@ def parse_config(argv: Sequence[str] | None = None, prog: str = COMMAND) -> Conf
 
 
 def given_settings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> set[str]:
-    """The keywords of the flags ``argv`` gives (``parser``'s defaults are set aside)."""
+    """The keywords of the flags ``argv`` gives (``parser``'s defaults are set aside for good:
+    call it after the parse that needs them)."""
     for action in parser._actions:  # argparse has no public way to tell a default from a given value
         action.default = argparse.SUPPRESS
     return set(vars(parser.parse_args(argv)))

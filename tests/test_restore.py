@@ -93,3 +93,8 @@ def test_a_run_name_is_still_needed_without_resume(capsys):
     with pytest.raises(SystemExit) as exited:
         parse_config(["--env", "CartPole-v1"])
     assert exited.value.code == 2 and "required: -n/--name" in capsys.readouterr().err
+
+
+def test_every_spelling_of_the_run_name_counts_as_given():
+    assert [parse_config([*name, "--env", "CartPole-v1"]).name for name in (["-nx"], ["-n", "x"], ["--name=x"])] == \
+        ["x"] * 3

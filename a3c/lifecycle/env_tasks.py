@@ -43,6 +43,8 @@ class EnvTasks:
         if self._env is None:
             self._env = self.config.env_recipe.make()
         env = self._env.unwrapped
+        if self._settable is None:  # this env answers what ``set`` would make a probe for
+            self._settable = hasattr(env, "set_task")
         if self.task is not None and hasattr(env, "set_task"):
             env.set_task(self.task)
         self.set(self.task_fn(result, env, EnvContext(self.config.env_config)), pool)

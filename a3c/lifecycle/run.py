@@ -192,9 +192,7 @@ def load_learner_state(run: Run, state: dict) -> None:
     restarts are kept, as its restart budget is."""
     run.learner.optimizer.load_state_dict(state["optimizer"])
     run.learner.load_extras(state)
-    for name, value in state["counters"].items():
-        if name != "worker_restarts":
-            setattr(run.counters, name, value)
+    run.counters = Counters(**{**state["counters"], "worker_restarts": run.counters.worker_restarts})
     run.rewards.recent_rewards.clear()
     run.rewards.recent_rewards.extend(state["recent_rewards"])
     run.rewards.best_mean_reward = state["best_mean_reward"]
@@ -238,15 +236,10 @@ def start_run(config: Config, algorithm: Algorithm, shared: SharedNet, run_dir: 
     """The learner-side state around the shared net: the algorithm's learner (optimizer and
     the rest), counters, writer."""
     learner = algorithm.make_learner(config, shared.net, shared.version_counter, shared.env_info)
-    counters, recent_rewards, best = Counters(), [], None
-    if shared.restored is not None:
-        state = shared.restored
-        learner.optimizer.load_state_dict(state["optimizer"])
-        learner.load_extras(state)
-        counters = Counters(**{**state["counters"], "worker_restarts": 0})
-        recent_rewards, best = state["recent_rewards"], state["best_mean_reward"]
     writer = run_writer(run_dir)
-    writer.add_text("hyperparameters", hyperparameter_table(config), counters.frames)
-    rewards = RewardTracker(writer, config.stop_reward, recent_rewards, shared.env_info.agents)
-    rewards.best_mean_reward = best
-    return Run(config, learner, rewards, counters, run_dir, writer, shared.env_info)
+    rewards = RewardTracker(writer, config.stop_reward, (), shared.env_info.agents)
+    run = Run(config, learner, rewards, Counters(), run_dir, writer, shared.env_info)
+    if shared.restored is not None:
+        load_learner_state(run, shared.restored)
+    writer.add_text("hyperparameters", hyperparameter_table(config), run.counters.frames)
+    return run

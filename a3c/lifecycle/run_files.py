@@ -52,10 +52,11 @@ class RunFiles:
             return next(csv.reader(stream), [])
 
     def add(self, result: Mapping[str, Any]) -> None:
+        line = strict_dumps(dict(result), default=str)
         path = self.run_dir / RESULT_FILE
         with writing(path), path.open("a") as stream:
-            stream.write(strict_dumps(dict(result), default=str) + "\n")
-        self._add_row(flattened(json.loads(strict_dumps(dict(result), default=str))))
+            stream.write(line + "\n")
+        self._add_row(flattened(json.loads(line)))  # as written: non-finite figures null, objects as text
 
     def _add_row(self, row: dict[str, Any]) -> None:
         """One row of progress.csv; a key not seen before widens the table: the file is
