@@ -45,12 +45,17 @@ class Trainer:
         self.process = subprocess.Popen([*command, *args], cwd=ROOT, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
+        self.first_line_at: float | None = None
+        """When the first line arrived (``time.monotonic()``): the run has started, so a
+        test's time bound need not cover imports on a loaded machine."""
         self.descendants: set[int] = set()
         self._arrived: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         for line in self.process.stdout:
+            if self.first_line_at is None:
+                self.first_line_at = time.monotonic()
             self._arrived.put(line)
         self._arrived.put(None)
 

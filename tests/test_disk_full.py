@@ -3,6 +3,7 @@ how much room is left, with the last checkpoint intact: the fault made real by a
 limit (``ulimit -f``) and by a small tmpfs in a mount namespace of the test's own."""
 import errno
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -17,8 +18,6 @@ from a3c.lifecycle.checkpoint import load_checkpoint, save_checkpoint
 from a3c.lifecycle.disk import OutOfRoom, room_error, writing
 from a3c.lifecycle.event_file import run_writer
 from tests.helpers import alive, only_run_dir
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_an_error_for_want_of_room_names_the_file_and_the_room_left_and_others_pass(tmp_path):
@@ -76,11 +75,14 @@ def test_tensorboards_events_are_written_inline_so_a_failed_write_raises_at_once
     writer.close()
 
 
-def check_ended_by_a_full_disk(code: int, output: str, run_dir: Path, seconds: float, reason: str) -> None:
+def check_ended_by_a_full_disk(trainer, code: int, run_dir: Path, reason: str) -> None:
     """Exit 1 soon after the fault, one line naming the file and the room left, the last
-    checkpoint whole, summary.json written or said not to be."""
+    checkpoint whole, summary.json written or said not to be. The time is counted from the
+    run's first line: imports on a loaded machine took over 30 s in CI, the run 2 s."""
+    output = trainer.output
     assert code == 1, output
-    assert seconds < 40, f"{seconds:.0f} s: the run did not end soon after the disk filled\n{output}"
+    seconds = time.monotonic() - trainer.first_line_at
+    assert seconds < 30, f"{seconds:.0f} s: the run did not end soon after the disk filled\n{output}"
     errors = [line for line in output.splitlines() if line.startswith("error: could not write")]
     assert len(errors) == 1 and reason in errors[0] and "left on its disk" in errors[0], output
     if (run_dir / "checkpoint.pt").exists() or "checkpoint.pt not written" not in errors[0]:
@@ -101,11 +103,10 @@ RUN = [sys.executable, "run_a3c.py", "-n", "full", "--env", "CartPole-v1", "--st
 def test_a_file_over_the_size_limit_ends_the_run_with_one_line_and_the_checkpoint_whole(launch, tmp_path, backend):
     # 60 KB: the checkpoints fit; the TensorBoard events outgrow it within seconds
     command = ["bash", "-c", 'ulimit -f 60 && exec "$@"', "bash", *RUN]
-    started = time.monotonic()
     trainer = launch(["--logdir", str(tmp_path), *(["--backend", "serial"] if backend == "serial" else [])],
                      command=command)
     code = trainer.finish(timeout=100)
-    check_ended_by_a_full_disk(code, trainer.output, only_run_dir(tmp_path), time.monotonic() - started, "File too large")
+    check_ended_by_a_full_disk(trainer, code, only_run_dir(tmp_path), "File too large")
     assert "disk_full:" in trainer.output and alive(trainer.descendants) == []
 
 
@@ -119,7 +120,7 @@ def mount_namespace_problem() -> str | None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("track", [False, True], ids=["tensorboard", "and-wandb"])
-def test_a_real_full_disk_ends_the_run_with_one_line_and_the_checkpoint_whole(tmp_path, track):
+def test_a_real_full_disk_ends_the_run_with_one_line_and_the_checkpoint_whole(launch, tmp_path, track):
     problem = mount_namespace_problem()
     if problem:
         pytest.skip(problem)
@@ -128,10 +129,7 @@ def test_a_real_full_disk_ends_the_run_with_one_line_and_the_checkpoint_whole(tm
     # 192 KB of tmpfs: a checkpoint and the new one beside it while it is written; the events fill it
     script = ('mount -t tmpfs -o size=192k none "$1" && shift && "$@" --logdir "$DISK"; code=$?; '
               'cp -r "$DISK" "$KEPT"; exit $code')
-    started = time.monotonic()
-    done = subprocess.run(["unshare", "-rm", "bash", "-c", script, "bash", str(disk), *RUN,
-                           *(["--track"] if track else [])], cwd=ROOT,
-                          env={**__import__("os").environ, "DISK": str(disk), "KEPT": str(kept)},
-                          capture_output=True, text=True, timeout=110, check=False)
-    check_ended_by_a_full_disk(done.returncode, done.stdout + done.stderr, only_run_dir(kept),
-                               time.monotonic() - started, "No space left on device")
+    trainer = launch(["--track"] if track else [], command=["unshare", "-rm", "bash", "-c", script, "bash", str(disk), *RUN],
+                     env={**os.environ, "DISK": str(disk), "KEPT": str(kept)})
+    code = trainer.finish(timeout=100)
+    check_ended_by_a_full_disk(trainer, code, only_run_dir(kept), "No space left on device")
