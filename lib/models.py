@@ -3,7 +3,8 @@ the head being what its ``distribution`` reads (``a3c.lib.distributions``: logit
 Gaussian's means and log-stds)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,6 +22,14 @@ layer and two linear outputs, or through a hidden layer each (the reference net)
 CONVS = ("nature", "small")
 """The Atari net's conv body: the Nature DQN's three layers under 512 hidden units, or the
 A3C paper's two (16 and 32 channels) under 256, about a third of the compute per frame."""
+CONV_LAYERS = {"nature": [(32, 8, 4), (64, 4, 2), (64, 3, 1)], "small": [(16, 8, 4), (32, 4, 2)]}
+"""Each body's layers: (channels out, kernel, stride)."""
+CONV_HIDDEN = {"nature": 512, "small": 256}
+ConvFilter = tuple[int, Any, int]
+"""A conv layer: channels out, kernel (an int or (height, width)), stride."""
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "silu": nn.SiLU, "swish": nn.SiLU,
+               "linear": nn.Identity}
+"""The model config's ``fcnet_activation`` values and their layers."""
 
 
 class AtariA2C(nn.Module):
@@ -33,7 +42,9 @@ class AtariA2C(nn.Module):
     (docs/learning.md). ``heads="shared"`` (the Nature-CNN actor-critic) feeds both linear
     heads from one hidden layer that the value keeps alive, initialised orthogonally
     (gain sqrt 2 for ReLU layers, 0.01 for the policy's logits so it starts uniform, 1 for the
-    value). ``conv`` picks the body and the hidden width (``CONVS``).
+    value). ``conv`` picks the body and the hidden width (``CONVS``); the model config's
+    ``conv_filters``, ``fcnet_hiddens`` and ``fcnet_activation`` (``filters``, ``hiddens``,
+    ``activation``) replace them.
 
     Takes uint8 frames (N, 4, 84, 84) or (N, 4, 42, 42) and scales them to [0, 1] inside, so
     observations travel through queues and buffers as uint8. The conv weights and activations
@@ -42,17 +53,19 @@ class AtariA2C(nn.Module):
     """
 
     def __init__(self, input_shape: tuple[int, ...], n_actions: int, heads: str = "separate",
-                 conv: str = "nature"):
+                 conv: str = "nature", filters: Sequence[ConvFilter] | None = None,
+                 hiddens: Sequence[int] | None = None, activation: str = "relu"):
         super().__init__()
-        self.conv, conv_out, hidden = conv_body(conv, input_shape)
+        self.conv, conv_out, hidden = conv_body(conv, input_shape, filters)
+        widths = [hidden] if hiddens is None else list(hiddens)
         if heads == "shared":
-            self.body = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU())
-            self.policy, self.value = nn.Linear(hidden, n_actions), nn.Linear(hidden, 1)
+            self.body = hidden_layers(conv_out, widths, activation)
+            self.policy, self.value = nn.Linear(widths[-1], n_actions), nn.Linear(widths[-1], 1)
             _init_orthogonal(self)
         elif heads == "separate":
             self.body = nn.Identity()
-            self.policy = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU(), nn.Linear(hidden, n_actions))
-            self.value = nn.Sequential(nn.Linear(conv_out, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+            self.policy = mlp(conv_out, n_actions, widths, activation)
+            self.value = mlp(conv_out, 1, widths, activation)
         else:
             raise ValueError(f"heads must be one of {', '.join(HEADS)}, got {heads!r}")
         self.conv.to(memory_format=torch.channels_last)
@@ -62,22 +75,24 @@ class AtariA2C(nn.Module):
         return self.policy(features), self.value(features).squeeze(-1)
 
 
-def conv_body(name: str, input_shape: tuple[int, ...]) -> tuple[nn.Sequential, int, int]:
+def conv_body(name: str, input_shape: tuple[int, ...],
+              filters: Sequence[ConvFilter] | None = None) -> tuple[nn.Sequential, int, int]:
     """The conv body ``name`` (flattened), its output size and the hidden width above it:
     "nature", the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1; 512 units), or "small", the A3C
     paper's (16 8x8/4, 32 4x4/2; 256 units). On 42-pixel frames the first layer's kernel
     and stride are halved (4x4/2), so it sees the same part of the screen and every layer
     above it gets maps of the same size as on 84-pixel frames; other sizes (an env's own
-    images, ``a3c.lib.envs.MIN_IMAGE_SIDE`` pixels or more) take the layers as they are."""
-    if name == "nature":
-        layers, hidden = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
-    elif name == "small":
-        layers, hidden = [(16, 8, 4), (32, 4, 2)], 256
-    else:
+    images, ``a3c.lib.envs.MIN_IMAGE_SIDE`` pixels or more) take the layers as they are.
+    ``filters`` (the model config's ``conv_filters``) replace ``name``'s layers, as given."""
+    if name not in CONV_LAYERS:
         raise ValueError(f"conv must be one of {', '.join(CONVS)}, got {name!r}")
-    shrink = ATARI_SCREEN_SIZE // input_shape[-1] if input_shape[-1] in SCREEN_SIZES else 1
-    (channels_out, kernel, stride), *above = layers
-    layers = [(channels_out, kernel // shrink, stride // shrink), *above]
+    layers, hidden = CONV_LAYERS[name], CONV_HIDDEN[name]
+    if filters is None:
+        shrink = ATARI_SCREEN_SIZE // input_shape[-1] if input_shape[-1] in SCREEN_SIZES else 1
+        (channels_out, kernel, stride), *above = layers
+        layers = [(channels_out, kernel // shrink, stride // shrink), *above]
+    else:
+        layers = list(filters)
     modules: list[nn.Module] = []
     channels = input_shape[0]
     for out_channels, kernel, stride in layers:
@@ -159,12 +174,13 @@ class ObservationEncoder(nn.Module):
     body (``conv_body``) and ``IMAGE_FEATURES`` hidden units of its own; the row's other
     values follow as they are. ``size`` is the width of the features."""
 
-    def __init__(self, observation_size: int, parts: Sequence[ImagePart], conv: str = "nature"):
+    def __init__(self, observation_size: int, parts: Sequence[ImagePart], conv: str = "nature",
+                 filters: Sequence[ConvFilter] | None = None):
         super().__init__()
         self.parts = tuple(parts)
         self.images = nn.ModuleList()
         for part in self.parts:
-            body, conv_out, _ = conv_body(conv, part.channels_first_shape)
+            body, conv_out, _ = conv_body(conv, part.channels_first_shape, filters)
             hidden = nn.Sequential(nn.Linear(conv_out, IMAGE_FEATURES), nn.ReLU())
             init_relu_layers([*body, *hidden])
             self.images.append(nn.Sequential(body, hidden))
@@ -186,10 +202,20 @@ class ObservationEncoder(nn.Module):
         return torch.cat([*(read(image) for read, image in zip(self.images, images)), rest], dim=1)
 
 
-def mlp(inputs: int, outputs: int, hidden: int) -> nn.Sequential:
-    """Two hidden ReLU layers of ``hidden`` units between ``inputs`` and ``outputs``."""
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, outputs))
+def hidden_layers(inputs: int, widths: Sequence[int], activation: str = "relu") -> nn.Sequential:
+    """A linear layer of each of ``widths`` units, each followed by ``activation``."""
+    layers: list[nn.Module] = []
+    for width in widths:
+        layers += [nn.Linear(inputs, width), ACTIVATIONS[activation]()]
+        inputs = width
+    return nn.Sequential(*layers)
+
+
+def mlp(inputs: int, outputs: int, hidden: int | Sequence[int], activation: str = "relu") -> nn.Sequential:
+    """Hidden layers between ``inputs`` and ``outputs``: two of ``hidden`` units, or one of
+    each width ``hidden`` lists (the model config's ``fcnet_hiddens``)."""
+    widths = [hidden, hidden] if isinstance(hidden, int) else list(hidden)
+    return nn.Sequential(*hidden_layers(inputs, widths, activation), nn.Linear(widths[-1] if widths else inputs, outputs))
 
 
 class MlpA2C(nn.Module):
@@ -208,17 +234,22 @@ class MlpA2C(nn.Module):
     statistics the learner keeps up (``a3c.lib.normalize.ObservationNormalizer``).
     """
 
-    def __init__(self, observation_size: int, n_actions: int, hidden: int = MLP_HIDDEN,
+    def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = MLP_HIDDEN,
                  distribution: Distribution = CATEGORICAL,
                  normalize_observations: bool = False, log_std_init: float = 0.0,
-                 encoder: ObservationEncoder | None = None):
+                 encoder: ObservationEncoder | None = None, activation: str = "relu", share: bool = False):
         super().__init__()
         self.distribution = distribution
         self.normalizer = observation_normalizer(observation_size, encoder) if normalize_observations else None
         self.encoder = encoder
         features = observation_size if encoder is None else encoder.size
-        self.policy = mlp(features, n_actions, hidden)
-        self.value = mlp(features, 1, hidden)
+        widths = [hidden, hidden] if isinstance(hidden, int) else list(hidden)
+        # the model config's vf_share_layers: one trunk under two linear outputs
+        self.trunk = hidden_layers(features, widths, activation) if share else None
+        if share:
+            features, widths = widths[-1], []
+        self.policy = mlp(features, n_actions, widths, activation)
+        self.value = mlp(features, 1, widths, activation)
         if distribution.continuous:
             nn.init.orthogonal_(self.policy[-1].weight, gain=0.01)
             nn.init.zeros_(self.policy[-1].bias)
@@ -230,6 +261,8 @@ class MlpA2C(nn.Module):
             observations = self.normalizer(observations)
         if self.encoder is not None:
             observations = self.encoder(observations)
+        if self.trunk is not None:
+            observations = self.trunk(observations)
         head = self.policy(observations)
         if self.distribution.continuous:
             head = torch.cat([head, self.log_std.expand_as(head)], dim=-1)
@@ -239,13 +272,18 @@ class MlpA2C(nn.Module):
 
 
 class AtariFeatures(nn.Module):
-    """A conv body (``conv_body``) and one hidden ReLU layer over it, on uint8 frames: the
-    features a recurrent net's cell reads (``a3c.lib.recurrent``)."""
+    """A conv body (``conv_body``) and one hidden ReLU layer over it (or the model config's
+    hidden layers), on uint8 frames: the features a recurrent net's cell reads
+    (``a3c.lib.recurrent``)."""
 
-    def __init__(self, input_shape: tuple[int, ...], conv: str = "nature"):
+    def __init__(self, input_shape: tuple[int, ...], conv: str = "nature",
+                 filters: Sequence[ConvFilter] | None = None, hiddens: Sequence[int] | None = None,
+                 activation: str = "relu"):
         super().__init__()
-        self.conv, conv_out, self.size = conv_body(conv, input_shape)
-        self.hidden = nn.Sequential(nn.Linear(conv_out, self.size), nn.ReLU())
+        self.conv, conv_out, hidden = conv_body(conv, input_shape, filters)
+        widths = [hidden] if hiddens is None else list(hiddens)
+        self.size = widths[-1]
+        self.hidden = hidden_layers(conv_out, widths, activation)
         init_relu_layers([*self.conv, *self.hidden])
         self.conv.to(memory_format=torch.channels_last)
 
@@ -253,11 +291,12 @@ class AtariFeatures(nn.Module):
         return self.hidden(self.conv(scaled_channels_last(observations)))
 
 
-def observation_encoder(env_info: EnvInfo, conv: str = "nature") -> ObservationEncoder | None:
+def observation_encoder(env_info: EnvInfo, conv: str = "nature",
+                        filters: Sequence[ConvFilter] | None = None) -> ObservationEncoder | None:
     """The encoder of ``env_info``'s flat rows where they hold images, else None."""
     if not env_info.image_parts:
         return None
-    return ObservationEncoder(env_info.observation_shape[0], env_info.image_parts, conv)
+    return ObservationEncoder(env_info.observation_shape[0], env_info.image_parts, conv, filters)
 
 
 def observation_normalizer(observation_size: int, encoder: ObservationEncoder | None) -> ObservationNormalizer:
@@ -268,34 +307,45 @@ def observation_normalizer(observation_size: int, encoder: ObservationEncoder | 
 
 def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
               normalize_observations: bool = False, lstm: bool = False, lstm_cell_size: int = 256,
-              mlp_hidden: int = MLP_HIDDEN, log_std_init: float = 0.0) -> nn.Module:
+              mlp_hidden: int = MLP_HIDDEN, log_std_init: float = 0.0,
+              model: Mapping[str, Any] | None = None) -> nn.Module:
     """The conv net for Atari frames (with ``heads`` and ``conv``), the MLP for flat vectors
     (``mlp_hidden`` units a layer; a Gaussian policy for Box actions, its log-std starting at
     ``log_std_init``; running observation statistics with ``normalize_observations``); with
     ``lstm``, the body under an LSTM cell of ``lstm_cell_size`` units
     (``a3c.lib.recurrent.RecurrentA2C``; ``heads`` does not apply). Flat rows that hold an env's
-    images read them through an ``ObservationEncoder`` with ``conv`` bodies first."""
+    images read them through an ``ObservationEncoder`` with ``conv`` bodies first.
+
+    ``model`` (RLlib's keys, checked by ``a3c.model_config``) replaces the shorthands where it
+    gives ``fcnet_hiddens``, ``fcnet_activation``, ``conv_filters`` or ``vf_share_layers``."""
+    model = model or {}
+    hiddens, filters = model.get("fcnet_hiddens"), model.get("conv_filters")
+    activation, share = model.get("fcnet_activation", "relu"), model.get("vf_share_layers")
     if env_info.continuous:
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
     else:
         distribution = CATEGORICAL if env_info.action_nvec is None else MultiCategorical(env_info.action_nvec)
     if lstm:
         if env_info.atari:
-            body = AtariFeatures(env_info.observation_shape, conv)
+            body = AtariFeatures(env_info.observation_shape, conv, filters, hiddens, activation)
             return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
                                 log_std_init=log_std_init)
         size = env_info.observation_shape[0]
-        encoder = observation_encoder(env_info, conv)
-        layer = nn.Sequential(nn.Linear(size if encoder is None else encoder.size, mlp_hidden), nn.ReLU())
+        encoder = observation_encoder(env_info, conv, filters)
+        widths = hiddens or [mlp_hidden]
+        layer = hidden_layers(size if encoder is None else encoder.size, widths, activation)
         init_relu_layers(layer)
         body = layer if encoder is None else nn.Sequential(encoder, layer)
         normalizer = observation_normalizer(size, encoder) if normalize_observations else None
-        return RecurrentA2C(body, mlp_hidden, env_info.n_actions, lstm_cell_size, distribution, normalizer,
+        return RecurrentA2C(body, widths[-1], env_info.n_actions, lstm_cell_size, distribution, normalizer,
                             log_std_init)
     if env_info.atari:
-        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv)
-    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, mlp_hidden, distribution,
-                  normalize_observations, log_std_init, observation_encoder(env_info, conv))
+        if share is not None:
+            heads = "shared" if share else "separate"
+        return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv, filters, hiddens, activation)
+    return MlpA2C(env_info.observation_shape[0], env_info.n_actions, hiddens or mlp_hidden, distribution,
+                  normalize_observations, log_std_init, observation_encoder(env_info, conv, filters),
+                  activation, bool(share))
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm
+from a3c.model_config import KEYS, check_conv_filters
 from a3c.options import ConfigError, Preset, option
 
 if TYPE_CHECKING:
@@ -79,8 +80,9 @@ class ActorCritic(Algorithm):
     net_shape: ClassVar[Mapping[str, Any]] = {"heads": "separate", "conv": "nature", "normalize_observations": False,
                                               "lstm": False, "lstm_cell_size": 256,
                                               "mlp_hidden": ActorCriticPreset.mlp_hidden,
-                                              "log_std_init": ActorCriticPreset.log_std_init}
+                                              "log_std_init": ActorCriticPreset.log_std_init, "model": None}
     action_spaces = frozenset({"Discrete", "Box", "MultiDiscrete"})
+    model_keys = frozenset(KEYS)
 
     def check(self, config: Config, atari: bool) -> None:
         if config.heads == "shared" and not atari:
@@ -92,6 +94,8 @@ class ActorCritic(Algorithm):
                               "to [0, 1] in the net")
         if config.mlp_hidden != ActorCriticPreset.mlp_hidden and atari:
             raise ConfigError("--mlp-hidden is for vector observations; the Atari net's width comes with --conv")
+        if config.lstm and (config.model or {}).get("vf_share_layers") is False:
+            raise ConfigError("--model vf_share_layers false: with an LSTM the policy and the value read one cell")
 
     def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
         """The net-shaping settings the net has a use for: the cell's size only where it has
@@ -112,6 +116,7 @@ class ActorCritic(Algorithm):
                               "gaps in its env's sequences")
         if config.log_std_init != ActorCriticPreset.log_std_init and not env_info.continuous:
             raise ConfigError(f"--log-std-init is for Box actions; {config.env_id}'s are not")
+        check_conv_filters(config, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "scale_rewards": config.scale_rewards}

@@ -101,6 +101,9 @@ class Algorithm:
     net_shape: ClassVar[Mapping[str, Any]] = {}
     """The settings that shape the net, each with the value that a checkpoint saved before
     the setting existed was trained with (``saved_net_shape``)."""
+    model_keys: ClassVar[frozenset[str]] = frozenset()
+    """The model config's keys its nets honour (``a3c.model_config``); ``--model`` refuses the
+    others in one line."""
     central_critic: ClassVar[bool] = False
     """On a multi-agent env each row leads with every agent's observation (``describe_env``'s
     ``global_state``), for a critic that reads them all."""

@@ -5,6 +5,7 @@ counters, the recent episode returns, RNG state and the config as a dict.
 """
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -151,8 +152,13 @@ def saved_algorithm(state: dict[str, Any]) -> str:
 
 
 def shape_flag(setting: str, value: object) -> str:
-    """A net-shaping setting as its flag: `` --heads shared``; a switch only when on."""
+    """A net-shaping setting as its flag: `` --heads shared``; a switch only when on, the
+    model config as JSON, nothing where unset."""
     flag = f" --{setting.replace('_', '-')}"
+    if value is None:
+        return ""
+    if isinstance(value, Mapping):
+        return f"{flag} '{json.dumps(value)}'"
     if isinstance(value, bool):
         return flag if value else ""
     return f"{flag} {value}"

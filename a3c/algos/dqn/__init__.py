@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm
 from a3c.algos.dqn.settings import (
@@ -17,6 +17,7 @@ from a3c.algos.dqn.settings import (
     DQNSettings,
 )
 from a3c.algos.replay_learner import check_replay_fits
+from a3c.model_config import check_conv_filters
 from a3c.options import ConfigError
 from a3c.schedules import parse_epsilon_schedule
 
@@ -35,6 +36,8 @@ class DQN(Algorithm):
                "epsilon-greedy")
     settings = DQNSettings
     sends_last_states = True
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "conv_filters"})
+    net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         preset = ATARI_PRESET if atari else VECTOR_PRESET
@@ -56,11 +59,12 @@ class DQN(Algorithm):
         needed = replay_bytes(config.replay_size, env_info.observation_shape, env_info.observation_dtype,
                               env_info.frame_stack)
         check_replay_fits(config, needed)
+        check_conv_filters(config, env_info)
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.algos.dqn.nets import build_q_net
 
-        return build_q_net(env_info, settings.get("dueling", True))
+        return build_q_net(env_info, settings.get("dueling", True), settings.get("model"))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         from a3c.algos.dqn.acting import epsilon_greedy_chooser

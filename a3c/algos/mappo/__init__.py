@@ -24,6 +24,7 @@ class MAPPO(PPO):
     summary = ("PPO with a centralised critic on a multi-agent env: each agent's policy on its own "
                "observation, the value on every agent's")
     central_critic = True
+    model_keys = frozenset()
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)

@@ -5,7 +5,7 @@ and the entropy temperature towards a target entropy."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm, shown_value
 from a3c.algos.replay_learner import check_replay_fits
@@ -28,6 +28,8 @@ class SAC(Algorithm):
     settings = SACSettings
     action_spaces = frozenset({"Box"})
     sends_last_states = True
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation"})
+    net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
         return dict(PRESET)
@@ -70,10 +72,19 @@ class SAC(Algorithm):
         from a3c.algos.sac.nets import SACNet, SquashedGaussian
 
         distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
-        return SACNet(env_info.observation_shape[0], distribution)
+        return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> SACLearner:
         from a3c.algos.sac.learner import SACLearner
 
         return SACLearner(config, net, version_counter, env_info)
+
+
+def mlp_shape(settings: Mapping[str, Any]) -> tuple[int | list[int], str]:
+    """The actor's and critics' hidden widths and activation: the model config's where it gives
+    them, the paper's two layers of 256 ReLU units otherwise."""
+    from a3c.algos.sac.nets import HIDDEN
+
+    model = settings.get("model") or {}
+    return model.get("fcnet_hiddens") or HIDDEN, model.get("fcnet_activation", "relu")

@@ -5,6 +5,8 @@ builds on the same actor and twin critics with a deterministic actor.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -22,15 +24,18 @@ HIDDEN = 256
 
 class ActorAndTwinCritics(nn.Module):
     """An actor (observation to ``head_size`` values of ``distribution``'s policy head) and
-    twin critics (observation and action to Q), separate MLPs: SAC's net and TD3's.
+    twin critics (observation and action to Q), separate MLPs: SAC's net and TD3's. ``hidden``
+    and ``activation`` are the model config's ``fcnet_hiddens`` and ``fcnet_activation``.
     ``forward`` gives (policy head, zeros), as the actor-critic nets act
     (``a3c.lib.models.evaluate``): the critics serve the learner only."""
 
-    def __init__(self, observation_size: int, distribution: DiagGaussian, head_size: int, hidden: int = HIDDEN):
+    def __init__(self, observation_size: int, distribution: DiagGaussian, head_size: int,
+                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu"):
         super().__init__()
         self.distribution = distribution
-        self.actor = mlp(observation_size, head_size, hidden)
-        self.critics = nn.ModuleList(mlp(observation_size + distribution.size, 1, hidden) for _ in range(2))
+        self.actor = mlp(observation_size, head_size, hidden, activation)
+        self.critics = nn.ModuleList(mlp(observation_size + distribution.size, 1, hidden, activation)
+                                     for _ in range(2))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         head = self.actor(observations.float())
@@ -45,8 +50,9 @@ class SACNet(ActorAndTwinCritics):
     """The actor gives the means and log-stds of a ``SquashedGaussian``;
     ``log_temperature`` is the entropy temperature's log, learned with the rest from 1."""
 
-    def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int = HIDDEN):
-        super().__init__(observation_size, distribution, 2 * distribution.size, hidden)
+    def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int | Sequence[int] = HIDDEN,
+                 activation: str = "relu"):
+        super().__init__(observation_size, distribution, 2 * distribution.size, hidden, activation)
         self.log_temperature = nn.Parameter(torch.zeros(()))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,133 @@
+"""The model config, in RLlib's keys: what shapes an algorithm's nets, given as ``model={...}``
+(``--model JSON``) or by the flags that are its shorthands (``--mlp-hidden``, ``--conv``,
+``--heads``, ``--lstm``, ``--lstm-cell-size``, ``--seq-len``).
+
+Pure: no torch. ``check_model`` turns a given dict into a ``ModelConfig`` or a ConfigError of
+one line; each algorithm says which keys its nets honour (``Algorithm.model_keys``), and a key
+given to one that cannot is refused the same way.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a3c.options import ConfigError
+
+ACTIVATIONS = ("relu", "tanh", "elu", "silu", "swish", "linear")
+"""``fcnet_activation``'s values: torch's ReLU, Tanh, ELU, SiLU (RLlib's "swish" is the same)
+and none."""
+
+ConvFilter = tuple[int, tuple[int, int], int]
+"""One conv layer as RLlib writes it: output channels, [kernel height, kernel width], stride."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The keys of a model config this project reads; None where the algorithm's own value
+    (or the shorthand flag's) applies."""
+
+    fcnet_hiddens: tuple[int, ...] | None = None
+    """The hidden layers' widths: over the observation (vector envs) or over the conv body."""
+    fcnet_activation: str = "relu"
+    conv_filters: tuple[ConvFilter, ...] | None = None
+    """The conv body for images, in place of ``--conv``'s."""
+    vf_share_layers: bool | None = None
+    """Whether the value reads the policy's hidden layers (one trunk, two linear outputs) or
+    has its own (``--heads separate`` on Atari, always apart on vectors by default)."""
+    use_lstm: bool | None = None
+    lstm_cell_size: int | None = None
+    max_seq_len: int | None = None
+
+
+KEYS = tuple(field.name for field in dataclasses.fields(ModelConfig))
+NOT_YET = ("use_attention", "attention_num_transformer_units", "attention_dim", "attention_num_heads",
+           "attention_head_dim", "attention_memory_inference", "attention_memory_training",
+           "attention_position_wise_mlp_dim", "attention_init_gru_gate_bias", "custom_model",
+           "custom_model_config")
+"""RLlib's keys that this version reads but cannot build yet: refused by name, not taken for typos."""
+
+
+def check_model(given: Mapping[str, Any] | None) -> ModelConfig:
+    """``given`` (a JSON object's dict) as a ModelConfig; ConfigError naming the first key
+    that is unknown, not built yet, or of the wrong type or range."""
+    if not given:
+        return ModelConfig()
+    values: dict[str, Any] = {}
+    for key, value in given.items():
+        if key in NOT_YET:
+            raise ConfigError(f"--model {key}: not built yet in this version (the keys it reads: {', '.join(KEYS)})")
+        if key not in KEYS:
+            raise ConfigError(f"--model {key}: not a model key; the keys are {', '.join(KEYS)}")
+        values[key] = _checked(key, value)
+    return ModelConfig(**values)
+
+
+def _checked(key: str, value: Any) -> Any:
+    if key == "fcnet_hiddens":
+        if not _ints(value) or not value or min(value) < 1:
+            raise ConfigError(f"--model fcnet_hiddens must be a non-empty list of widths >= 1, got {value!r}")
+        return tuple(value)
+    if key == "fcnet_activation":
+        if value not in ACTIVATIONS:
+            raise ConfigError(f"--model fcnet_activation must be one of {', '.join(ACTIVATIONS)}, got {value!r}")
+        return value
+    if key == "conv_filters":
+        return _conv_filters(value)
+    if key in ("vf_share_layers", "use_lstm"):
+        if not isinstance(value, bool):
+            raise ConfigError(f"--model {key} must be true or false, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # lstm_cell_size, max_seq_len
+        raise ConfigError(f"--model {key} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _ints(values: Any) -> bool:
+    return isinstance(values, Sequence) and not isinstance(values, str) and all(
+        isinstance(value, int) and not isinstance(value, bool) for value in values)
+
+
+def _conv_filters(value: Any) -> tuple[ConvFilter, ...]:
+    """RLlib's ``[[channels, [kh, kw], stride], ...]`` (a kernel may be one int) as tuples."""
+    wrong = ConfigError(f"--model conv_filters must be a non-empty list of [channels, [kernel_h, kernel_w], "
+                        f"stride] with whole numbers >= 1, got {value!r}")
+    if not isinstance(value, Sequence) or isinstance(value, str) or not value:
+        raise wrong
+    layers = []
+    for layer in value:
+        if not isinstance(layer, Sequence) or isinstance(layer, str) or len(layer) != 3:
+            raise wrong
+        channels, kernel, stride = layer
+        kernel = [kernel, kernel] if isinstance(kernel, int) and not isinstance(kernel, bool) else kernel
+        if not (_ints([channels, stride]) and _ints(kernel) and len(kernel) == 2
+                and min(channels, stride, *kernel) >= 1):
+            raise wrong
+        layers.append((channels, (kernel[0], kernel[1]), stride))
+    return tuple(layers)
+
+
+def given_keys(model: ModelConfig) -> set[str]:
+    """The keys set in ``model`` (the activation where not ReLU)."""
+    defaults = ModelConfig()
+    return {key for key in KEYS if getattr(model, key) != getattr(defaults, key)}
+
+
+def check_conv_filters(config: Any, env_info: Any) -> None:
+    """ConfigError where ``config.model`` gives ``conv_filters`` for an env without images, or
+    layers that shrink an image (Atari's frames, or each image in the env's observation) to
+    nothing."""
+    filters = (config.model or {}).get("conv_filters")
+    if filters is None:
+        return
+    shapes = [env_info.observation_shape] if env_info.atari else [
+        part.channels_first_shape for part in env_info.image_parts]
+    if not shapes:
+        raise ConfigError(f"--model conv_filters is for image observations; {config.env_id} has none")
+    for shape in shapes:
+        height, width = shape[-2:]
+        for _, (kernel_height, kernel_width), stride in _conv_filters(filters):
+            height, width = (height - kernel_height) // stride + 1, (width - kernel_width) // stride + 1
+        if min(height, width) < 1:
+            raise ConfigError(f"--model conv_filters: the layers shrink a {shape[-2]}x{shape[-1]} image to nothing")
