@@ -148,6 +148,8 @@ def scaled_channels_last(frames: torch.Tensor) -> torch.Tensor:
     get by casting the float32 ones (k / 255 rounded once), without that cast's extra pass
     over the batch and with half the bytes written.
     """
+    if torch.jit.is_tracing():  # an export (a3c.export): the chunks would be fixed at the traced batch's
+        return frames.float() * (1 / 255.0)
     batch, channels, height, width = frames.shape
     dtype = torch.bfloat16 if autocast_dtype(frames.device.type) == torch.bfloat16 else torch.float32
     scaled = torch.empty((batch, height, width, channels), dtype=dtype, device=frames.device)

@@ -351,6 +351,13 @@ class Trainer:
             return {agent: int(action) for agent, action in zip(observations, actions)}
         return policy_actions(self.net, self.algorithm, observations, greedy)
 
+    def export_policy(self, directory: str | Path, format: str = "torchscript") -> Path:
+        """The policy as one file that runs without this package, ``policy.pt`` (TorchScript)
+        or ``policy.onnx``, and ``policy.json`` beside it (``a3c.export``); the file's path."""
+        from a3c.export import export_policy
+
+        return export_policy(self.net, self.algorithm, self.config, self._shared.env_info, directory, format)
+
     def log_scalar(self, tag: str, value: float) -> None:
         """A scalar of the user's in the run's TensorBoard, at the current frame."""
         run = self._learner_state()

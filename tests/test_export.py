@@ -1,0 +1,108 @@
+"""An exported policy runs where this package cannot be imported and acts as the trainer
+does: the TorchScript and the ONNX file of a Discrete, a Box, an image and a recurrent policy
+give ``compute_action(greedy=True)``'s actions on 200 observations."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from a3c import Trainer
+from a3c.export import main
+
+RUNNER = textwrap.dedent("""
+    import sys
+    sys.modules["a3c"] = None  # this process cannot import the package
+    import json
+    import numpy as np
+    folder = sys.argv[1]
+    described = json.load(open(folder + "/policy.json"))
+    observations = np.load(folder + "/observations.npy")
+    recurrent = "state" in described["inputs"]
+    state = np.zeros((1, *described.get("state_shape", [0])), np.float32)
+    if described["format"] == "torchscript":
+        import torch
+        policy = torch.jit.load(folder + "/policy.pt")
+        run = lambda rows, state: [out.numpy() for out in policy(*map(torch.as_tensor, [rows, state][:1 + recurrent]))]
+    else:
+        import onnxruntime
+        session = onnxruntime.InferenceSession(folder + "/policy.onnx")
+        run = lambda rows, state: session.run(None, dict(zip(described["inputs"], [rows, state])))
+    if recurrent:  # one episode: each step from the state the last one gave
+        actions = []
+        for row in observations:
+            action, _, state = run(row[None], state)
+            actions.append(action[0])
+        actions = np.stack(actions)
+    else:
+        actions = run(observations, state)[0]
+    np.save(folder + "/actions.npy", actions)
+""")
+
+CASES = {
+    "discrete": ("CartPole-v1", {}),
+    "box": ("Pendulum-v1", {"algo": "ppo"}),
+    "image": ("PongNoFrameskip-v4", {"envs_per_process": 2}),
+    "recurrent": ("CartPole-v1", {"lstm": True}),
+}
+
+
+def observations_of(env_info, rows: int, seed: int = 0) -> np.ndarray:
+    generator = np.random.default_rng(seed)
+    if env_info.atari:
+        return generator.integers(0, 256, (rows, *env_info.observation_shape), dtype=np.uint8)
+    return generator.normal(0, 1, (rows, *env_info.observation_shape)).astype(np.float32)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("case", CASES)
+def test_an_export_acts_as_compute_action_without_the_package(tmp_path, case):
+    env, settings = CASES[case]
+    with Trainer(env=env, backend="serial", processes=1, max_frames=200, logdir=str(tmp_path), name="x",
+                 **{"envs_per_process": 4, **settings}) as trainer:
+        while not trainer.train()["done"]:
+            pass
+        observations = observations_of(trainer._shared.env_info, 200)
+        if settings.get("lstm"):
+            expected, state = [], None
+            for row in observations:
+                action, state = trainer.compute_action(row, greedy=True, state=state)
+                expected.append(action)
+            expected = np.array(expected)
+        else:
+            expected = np.array([trainer.compute_action(row, greedy=True) for row in observations])
+        for export_format in ("torchscript", "onnx"):
+            folder = tmp_path / export_format
+            trainer.export_policy(folder, export_format)
+            np.save(folder / "observations.npy", observations)
+            done = subprocess.run([sys.executable, "-c", RUNNER, str(folder)], capture_output=True, text=True,
+                                  timeout=120, check=False)
+            assert done.returncode == 0, done.stderr[-2000:]
+            actions = np.load(folder / "actions.npy")
+            if np.issubdtype(expected.dtype, np.integer):
+                assert np.array_equal(actions, expected), (export_format, actions[:10], expected[:10])
+            else:
+                assert np.allclose(actions.reshape(expected.shape), expected, atol=1e-5), export_format
+    described = json.loads((tmp_path / "onnx" / "policy.json").read_text())
+    assert described["file"] == "policy.onnx" and described["env_id"] == env
+    if case == "image":
+        assert described["observation"]["dtype"] == "uint8" and "4 frames stacked" in described["observation"]["from_env"]
+    if case == "box":
+        assert described["action_bounds"] == [[-2.0], [2.0]] and described["outputs"][1] == "means, then log-stds"
+    if case == "recurrent":
+        assert described["inputs"] == ["observations", "state"] and described["state_shape"] == [2, 256]
+
+
+def test_the_command_exports_a_checkpoint_and_says_what_is_wrong_in_one_line(tmp_path, capsys):
+    with Trainer(env="CartPole-v1", backend="serial", processes=1, envs_per_process=4, max_frames=100,
+                 logdir=str(tmp_path), name="x") as trainer:
+        while not trainer.train()["done"]:
+            pass
+        saved = trainer.save(tmp_path / "saved")
+    assert main([str(saved), str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "policy.pt").exists() and (tmp_path / "out" / "policy.json").exists()
+    assert main([str(tmp_path / "missing.pt"), str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("python -m a3c.export: error: ")
