@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from a3c.lib.action_masks import masked_any, uniform_valid
+
 HALF_LOG_TWO_PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -38,7 +40,10 @@ class Categorical:
         return head.argmax(dim=-1)
 
     def uniform(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A uniformly random action per row and its log-probability under that uniform choice."""
+        """A uniformly random action per row and its log-probability under that uniform choice:
+        among the valid actions where the head is masked (``a3c.lib.action_masks``)."""
+        if masked_any(head):
+            return uniform_valid(head)
         count = head.shape[-1]
         actions = torch.randint(count, head.shape[:-1], device=head.device)
         return actions, torch.full(head.shape[:-1], -math.log(count), device=head.device)
@@ -193,8 +198,8 @@ class MultiCategorical:
         return torch.stack([logits.argmax(dim=-1) for logits in self._split(head)], dim=-1)
 
     def uniform(self, head: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        actions = torch.stack([CATEGORICAL.uniform(logits)[0] for logits in self._split(head)], dim=-1)
-        return actions, torch.full(head.shape[:-1], -sum(math.log(count) for count in self.nvec), device=head.device)
+        draws = [CATEGORICAL.uniform(logits) for logits in self._split(head)]
+        return torch.stack([actions for actions, _ in draws], dim=-1), sum(log_probs for _, log_probs in draws)
 
     def log_prob(self, head: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         return sum(CATEGORICAL.log_prob(logits, actions[..., index])

@@ -40,6 +40,7 @@ from a3c.lib.observations import (
     StackedObservations,
     flat_observations,
     image_parts,
+    mask_columns,
     needs_flattening,
     unflattened_space,
 )
@@ -222,6 +223,9 @@ class EnvInfo:
     ``global_state``), 0 without it."""
     image_parts: tuple[ImagePart, ...] = ()
     """The images in a flattened observation, each read by a conv net of its own (``a3c.lib.models``)."""
+    action_mask: tuple[int, int] | None = None
+    """Where a Dict observation's ``action_mask`` lies in the flattened row, (offset, size)
+    (``a3c.lib.action_masks``); None without one."""
 
     @property
     def continuous(self) -> bool:
@@ -297,6 +301,10 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
             f"conv nets Atari frames or uint8 images of 0-255 (height, width, channels, or channels "
             f"first) at least {MIN_IMAGE_SIDE} pixels a side, with fewer channels"
         )
+    mask = mask_columns(raw_space)
+    if mask is not None and (box_actions or mask[1] != (sum(nvec) if nvec else action_space.n)):
+        raise EnvError(f"{env_id}'s action_mask has {mask[1]} values; it needs one per action of its "
+                       f"{type(action_space).__name__} action space (Discrete or MultiDiscrete)")
     return EnvInfo(
         env_id=env_id,
         observation_shape=tuple(obs_space.shape),
@@ -310,6 +318,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
         action_nvec=nvec,
         raw_observation_space=raw_space,
         image_parts=image_parts(raw_space) if raw_space is not None else (),
+        action_mask=mask,
     )
 
 

@@ -172,3 +172,19 @@ def flattened(raw_space: gym.Space | None, observation: Any) -> np.ndarray:
     if isinstance(raw_space, STRUCTURED) and isinstance(observation, np.ndarray):
         return observation.astype(np.float32)  # a Dict's or Tuple's flattened already, as make_env gives it
     return gym.spaces.flatten(raw_space, observation).astype(np.float32)
+
+
+MASK_KEY = "action_mask"
+
+
+def mask_columns(space: gym.Space | None) -> tuple[int, int] | None:
+    """Where a Dict observation's ``action_mask`` lies in its flattened row (gymnasium's
+    flattening, the Dict's order): (offset, size); None where there is none."""
+    if not isinstance(space, gym.spaces.Dict) or MASK_KEY not in space.spaces:
+        return None
+    offset = 0
+    for key, part in space.spaces.items():
+        if key == MASK_KEY:
+            return offset, gym.spaces.flatdim(part)
+        offset += gym.spaces.flatdim(part)
+    return None

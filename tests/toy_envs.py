@@ -335,3 +335,39 @@ class InfoCountingEnv(CountingEnv):
 
 
 gym.register("InfoCounting-v0", entry_point=InfoCountingEnv)
+
+
+class MaskedChoiceEnv(gym.Env):
+    """RLlib's action-mask convention: the observation is a Dict of a one-hot target among 4
+    actions and an ``action_mask`` that allows the target and a random half of the others.
+    The target earns 1, another valid action 0; an invalid action raises, so a run that takes
+    one crashes. Ten steps an episode."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Dict({
+            "observation": gym.spaces.Box(0.0, 1.0, (4,), np.float32),
+            "action_mask": gym.spaces.Box(0.0, 1.0, (4,), np.float32)})
+        self.action_space = gym.spaces.Discrete(4)
+        self.t = self.target = 0
+        self.mask = np.ones(4, np.float32)
+
+    def _observation(self):
+        self.target = int(self.np_random.integers(4))
+        self.mask = (self.np_random.random(4) < 0.5).astype(np.float32)
+        self.mask[self.target] = 1.0
+        return {"observation": np.eye(4, dtype=np.float32)[self.target], "action_mask": self.mask.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observation(), {}
+
+    def step(self, action):
+        if not self.mask[int(action)]:
+            raise RuntimeError(f"invalid action {int(action)} taken under the mask {self.mask.tolist()}")
+        reward = float(int(action) == self.target)
+        self.t += 1
+        return self._observation(), reward, False, self.t >= 10, {}
+
+
+gym.register("MaskedChoice-v0", entry_point=MaskedChoiceEnv)

@@ -101,6 +101,9 @@ class Algorithm:
     net_shape: ClassVar[Mapping[str, Any]] = {}
     """The settings that shape the net, each with the value that a checkpoint saved before
     the setting existed was trained with (``saved_net_shape``)."""
+    head_is_q_values: ClassVar[bool] = False
+    """The net's first output is a Q-value per action (its second the greedy one), not a
+    distribution's parameters."""
     model_keys: ClassVar[frozenset[str]] = frozenset()
     """The model config's keys its nets honour (``a3c.model_config``); ``--model`` refuses the
     others in one line."""
@@ -145,10 +148,16 @@ class Algorithm:
     # acting
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """The net from a run's settings (a Config's fields, or a checkpoint's ``config``):
-        ``build_policy_net``'s, or on a multi-agent env one of those per policy behind a
-        ``a3c.lib.policies.PolicyMap`` (``--policies``)."""
+        ``build_policy_net``'s (its head masked where the env's observations carry an action
+        mask, ``a3c.lib.action_masks``), or on a multi-agent env one of those per policy behind
+        a ``a3c.lib.policies.PolicyMap`` (``--policies``)."""
         if not env_info.agents:
-            return self.build_policy_net(env_info, settings)
+            net = self.build_policy_net(env_info, settings)
+            if env_info.action_mask is None:
+                return net
+            from a3c.lib.action_masks import ActionMasked
+
+            return ActionMasked(net, env_info.action_mask, q_values=self.head_is_q_values)
         from a3c.lib.policies import PER_AGENT, PolicyMap, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)

@@ -36,6 +36,7 @@ class DQN(Algorithm):
                "epsilon-greedy")
     settings = DQNSettings
     sends_last_states = True
+    head_is_q_values = True
     model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "conv_filters"})
     net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 

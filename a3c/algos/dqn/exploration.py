@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from a3c.lib.action_masks import masked_any, uniform_valid
+
 
 def actor_epsilons(count: int, base: float = 0.4, alpha: float = 7.0) -> np.ndarray:
     """Ape-X's fixed exploration rates: actor i of N acts with base ** (1 + alpha * i / (N - 1)),
@@ -18,6 +20,9 @@ def epsilon_greedy(q_values: torch.Tensor, epsilons: torch.Tensor, generator: to
     greedy one."""
     greedy = q_values.argmax(dim=-1)
     explore = torch.rand(len(q_values), generator=generator, device=q_values.device) < epsilons
-    random_actions = torch.randint(q_values.shape[-1], (len(q_values),), generator=generator,
-                                   device=q_values.device)
+    if masked_any(q_values):  # among the valid actions only
+        random_actions = uniform_valid(q_values, generator)[0]
+    else:
+        random_actions = torch.randint(q_values.shape[-1], (len(q_values),), generator=generator,
+                                       device=q_values.device)
     return torch.where(explore, random_actions, greedy)

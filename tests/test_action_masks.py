@@ -1,0 +1,89 @@
+"""Invalid actions masked out (an observation's ``action_mask``, RLlib's convention): a masked
+softmax's probabilities, log-probabilities and entropy by hand, random actions among the valid
+ones only, and A3C, PPO and DQN learning an env that raises on any invalid action."""
+import math
+import tempfile
+
+import pytest
+import torch
+from torch import nn
+
+from a3c import Trainer
+from a3c.algos import get_algorithm
+from a3c.algos.dqn.exploration import epsilon_greedy
+from a3c.config import ConfigError, make_config
+from a3c.lib.action_masks import MASKED, ActionMasked
+from a3c.lib.distributions import CATEGORICAL, MultiCategorical
+from a3c.lib.envs import describe_env
+from a3c.preflight import preflight
+
+MASKED_ENV = "tests.toy_envs:MaskedChoice-v0"
+
+
+class Fixed(nn.Module):
+    """A net whose policy head is ``logits`` for every row, its value 0."""
+
+    def __init__(self, logits: list[float]):
+        super().__init__()
+        self.logits = torch.tensor([logits])
+
+    def forward(self, observations):
+        return self.logits.expand(len(observations), -1), torch.zeros(len(observations))
+
+
+def test_a_masked_softmax_gives_the_valid_actions_all_the_probability_by_hand():
+    net = ActionMasked(Fixed([1.0, 2.0, 3.0, 4.0]), columns=(2, 4))
+    rows = torch.tensor([[9.0, 9.0, 1.0, 0.0, 1.0, 0.0]])  # two values, then the mask: actions 0 and 2
+    head, _ = net(rows)
+    p0, p2 = math.e / (math.e + math.e ** 3), math.e ** 3 / (math.e + math.e ** 3)
+    assert torch.allclose(torch.softmax(head, -1), torch.tensor([[p0, 0.0, p2, 0.0]]), atol=1e-7)
+    log_probs = CATEGORICAL.log_prob(head.expand(2, -1), torch.tensor([0, 2]))
+    assert torch.allclose(log_probs, torch.tensor([math.log(p0), math.log(p2)]), atol=1e-6)
+    entropy = CATEGORICAL.entropy(head)
+    assert torch.isfinite(entropy).all()
+    assert entropy.item() == pytest.approx(-(p0 * math.log(p0) + p2 * math.log(p2)), abs=1e-6)  # 0.3642
+    assert head[0, 1].item() == MASKED and head[0, 3].item() == MASKED
+
+
+def test_a_q_network_takes_its_greedy_value_among_the_valid_actions():
+    net = ActionMasked(Fixed([5.0, 1.0, 3.0]), columns=(0, 3), q_values=True)
+    q_values, greedy = net(torch.tensor([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]]))
+    assert greedy.tolist() == [3.0, 5.0] and q_values[0, 0].item() == MASKED
+
+
+def test_random_actions_are_drawn_among_the_valid_ones_at_their_probability():
+    head = torch.tensor([[0.0, MASKED, 0.0, MASKED], [MASKED, MASKED, MASKED, 0.0]]).repeat(500, 1)
+    actions, log_probs = CATEGORICAL.uniform(head)
+    first, second = actions[0::2], actions[1::2]
+    assert set(first.tolist()) == {0, 2} and set(second.tolist()) == {3}
+    assert 0.4 < (first == 0).float().mean() < 0.6  # 500 fair draws of two actions
+    assert torch.allclose(log_probs[0::2], torch.full((500,), -math.log(2))) and (log_probs[1::2] == 0).all()
+    explored = epsilon_greedy(head, torch.ones(len(head)))  # every row explores
+    assert set(explored[0::2].tolist()) == {0, 2} and set(explored[1::2].tolist()) == {3}
+    parts = MultiCategorical((2, 2))
+    _, part_log_probs = parts.uniform(torch.tensor([[0.0, MASKED, 0.0, 0.0]]))
+    assert part_log_probs.item() == pytest.approx(-math.log(2))  # 1 way for the first part, 2 for the second
+
+
+def test_the_mask_is_found_in_the_flattened_row_and_checked():
+    info = describe_env(MASKED_ENV)
+    assert info.action_mask == (0, 4)  # gymnasium flattens a Dict in sorted key order: action_mask first
+    config = make_config(name="m", env=MASKED_ENV, algo="dqn")
+    net = get_algorithm("dqn").build_net(info, vars(config))
+    assert isinstance(net, ActionMasked) and net.q_values and net.head is net.net.head  # attributes read through
+    with pytest.raises(ConfigError, match="carry an action_mask, which --lstm's nets do not read yet"):
+        preflight(make_config(name="m", env=MASKED_ENV, lstm=True))
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("algo", ["a3c", "ppo", "dqn"])
+def test_a_masked_env_is_learned_without_an_invalid_action(algo):
+    # the env raises on an invalid action: one would end the run with the worker's crash
+    with Trainer(env=MASKED_ENV, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=20_000,
+                 logdir=tempfile.mkdtemp(), name="m", stop_reward=1e9) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+        assert result["reason"] == "frame_budget", result.get("message")
+        # random play among the valid actions earns about 4 of 10; the target each step, 10
+        assert result["episode_reward_mean"] >= 8.0, result
+        assert isinstance(trainer.net, ActionMasked)
