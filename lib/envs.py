@@ -37,8 +37,10 @@ from a3c.lib.observations import (
     MIN_IMAGE_SIDE,
     EnvError,
     ImagePart,
+    MaskInObservation,
     StackedObservations,
     flat_observations,
+    has_action_masks,
     image_parts,
     mask_columns,
     needs_flattening,
@@ -116,6 +118,8 @@ def make_env(env_id: str, render_mode: str | None = None,
         env = gym.make(env_id, **kwargs)
         if wrap_raw is not None:
             env = wrap_raw(env)
+        if has_action_masks(env):
+            env = MaskInObservation(env)
         if frame_stack > 1:
             env = StackedObservations(env, frame_stack)
         return flat_observations(env) if needs_flattening(env.observation_space) else env
@@ -302,6 +306,9 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
             f"first) at least {MIN_IMAGE_SIDE} pixels a side, with fewer channels"
         )
     mask = mask_columns(raw_space)
+    if mask is not None and frame_stack > 1:
+        raise EnvError(f"{env_id}'s observations carry an action_mask, which --frame-stack would stack: "
+                       "not read yet; leave out --frame-stack")
     if mask is not None and (box_actions or mask[1] != (sum(nvec) if nvec else action_space.n)):
         raise EnvError(f"{env_id}'s action_mask has {mask[1]} values; it needs one per action of its "
                        f"{type(action_space).__name__} action space (Discrete or MultiDiscrete)")

@@ -188,3 +188,27 @@ def mask_columns(space: gym.Space | None) -> tuple[int, int] | None:
             return offset, gym.spaces.flatdim(part)
         offset += gym.spaces.flatdim(part)
     return None
+
+
+def has_action_masks(env: gym.Env) -> bool:
+    """Whether ``env`` says its valid actions by an ``action_masks()`` method (SB3-contrib's
+    convention) rather than in its observations."""
+    return callable(getattr(env.unwrapped, "action_masks", None)) and not (
+        isinstance(env.observation_space, gym.spaces.Dict) and MASK_KEY in env.observation_space.spaces)
+
+
+class MaskInObservation(gym.ObservationWrapper):
+    """SB3-contrib's ``action_masks()`` put into each observation as RLlib's convention has it:
+    a Dict of the env's observation and its ``action_mask`` (1: allowed), so that one path,
+    the mask in the row, serves both."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        space = env.action_space
+        actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
+        self.observation_space = gym.spaces.Dict({
+            "observation": env.observation_space, MASK_KEY: gym.spaces.Box(0.0, 1.0, (actions,), np.float32)})
+
+    def observation(self, observation: Any) -> dict[str, Any]:
+        mask = np.asarray(self.env.get_wrapper_attr("action_masks")(), dtype=np.float32).reshape(-1)
+        return {"observation": observation, MASK_KEY: mask}

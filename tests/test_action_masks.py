@@ -14,10 +14,12 @@ from a3c.algos.dqn.exploration import epsilon_greedy
 from a3c.config import ConfigError, make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
-from a3c.lib.envs import describe_env
+from a3c.lib.envs import EnvError, describe_env
 from a3c.preflight import preflight
 
 MASKED_ENV = "tests.toy_envs:MaskedChoice-v0"
+METHOD_ENV = "tests.toy_envs:MaskedChoiceMethod-v0"
+"""The same env saying its valid actions by SB3-contrib's ``action_masks()``."""
 
 
 class Fixed(nn.Module):
@@ -68,6 +70,9 @@ def test_random_actions_are_drawn_among_the_valid_ones_at_their_probability():
 def test_the_mask_is_found_in_the_flattened_row_and_checked():
     info = describe_env(MASKED_ENV)
     assert info.action_mask == (0, 4)  # gymnasium flattens a Dict in sorted key order: action_mask first
+    assert describe_env(METHOD_ENV).action_mask == (0, 4)  # action_masks() put into the observation
+    with pytest.raises(EnvError, match="carry an action_mask, which --frame-stack would stack"):
+        describe_env(MASKED_ENV, frame_stack=2)
     config = make_config(name="m", env=MASKED_ENV, algo="dqn")
     net = get_algorithm("dqn").build_net(info, vars(config))
     assert isinstance(net, ActionMasked) and net.q_values and net.head is net.net.head  # attributes read through
@@ -76,10 +81,11 @@ def test_the_mask_is_found_in_the_flattened_row_and_checked():
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("algo", ["a3c", "ppo", "dqn"])
-def test_a_masked_env_is_learned_without_an_invalid_action(algo):
+@pytest.mark.parametrize("algo, env", [("a3c", MASKED_ENV), ("ppo", MASKED_ENV), ("dqn", MASKED_ENV),
+                                       ("ppo", METHOD_ENV)])
+def test_a_masked_env_is_learned_without_an_invalid_action(algo, env):
     # the env raises on an invalid action: one would end the run with the worker's crash
-    with Trainer(env=MASKED_ENV, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=20_000,
+    with Trainer(env=env, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=20_000,
                  logdir=tempfile.mkdtemp(), name="m", stop_reward=1e9) as trainer:
         while not (result := trainer.train())["done"]:
             pass

@@ -371,3 +371,21 @@ class MaskedChoiceEnv(gym.Env):
 
 
 gym.register("MaskedChoice-v0", entry_point=MaskedChoiceEnv)
+
+
+class MaskedChoiceMethodEnv(MaskedChoiceEnv):
+    """``MaskedChoice`` with SB3-contrib's convention: the observation is the one-hot target
+    alone and ``action_masks()`` says the valid actions."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (4,), np.float32)
+
+    def _observation(self):
+        return super()._observation()["observation"]
+
+    def action_masks(self) -> np.ndarray:
+        return self.mask.astype(bool)
+
+
+gym.register("MaskedChoiceMethod-v0", entry_point=MaskedChoiceMethodEnv)
