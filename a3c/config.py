@@ -29,7 +29,7 @@ from a3c.algos import BUILT_IN, algorithm_names, get_algorithm
 from a3c.algos.base import NoSettings
 from a3c.lib.env_kind import EnvFamily, env_family
 from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvError, EnvInfo, EnvRecipe
-from a3c.model_config import KEYS, check_model, given_keys
+from a3c.model_config import apply_model
 from a3c.options import ConfigError, Preset, option
 from a3c.transport.ray_cluster import parse_address
 
@@ -335,7 +335,8 @@ def make_config(**settings: Any) -> Config:
         raise ConfigError(f"--preset of --algo {values['algo']} must be one of {', '.join(presets)}, "
                           f"got {values['preset']!r}")
     family_values = _family_values(values, family)
-    _apply_model(values, family_values)
+    apply_model(values, family_values, get_algorithm(values["algo"]).model_keys,
+                {setting.name: setting.default for setting in SETTINGS})
     _check_other_algorithms(values)
     for name, value in family_values.items():
         if values.get(name) is None:
@@ -345,34 +346,6 @@ def make_config(**settings: Any) -> Config:
     config = Config(**values)
     validate(config, family)
     return config
-
-
-MODEL_SHORTHANDS = {"use_lstm": "lstm", "lstm_cell_size": "lstm_cell_size", "max_seq_len": "seq_len",
-                    "fcnet_hiddens": "mlp_hidden", "conv_filters": "conv", "vf_share_layers": "heads"}
-"""Each model key that a flag is the shorthand of, and the flag's setting."""
-MODEL_SETTINGS = ("use_lstm", "lstm_cell_size", "max_seq_len")
-"""The model keys that are run settings too (the learner and workers read them): they set those."""
-
-
-def _apply_model(values: dict[str, Any], family_values: Mapping[str, Any]) -> None:
-    """Check ``--model`` against its keys and the algorithm's nets, refuse a key given with its
-    shorthand flag set otherwise, and put the keys that are settings into those settings."""
-    model = check_model(values["model"])
-    given = given_keys(model)
-    algorithm = get_algorithm(values["algo"])
-    for key in sorted(given - algorithm.model_keys):
-        takes = ", ".join(key for key in KEYS if key in algorithm.model_keys) or "none yet"
-        raise ConfigError(f"--model {key}: --algo {values['algo']}'s nets cannot honour it (the keys they take: {takes})")
-    defaults = {setting.name: setting.default for setting in SETTINGS}
-    for key in sorted(given):
-        name = MODEL_SHORTHANDS.get(key)
-        value = values.get(name)
-        if name is None or value is None or value in (defaults[name], family_values.get(name)):
-            continue
-        if key not in MODEL_SETTINGS or value != getattr(model, key):
-            raise ConfigError(f"--model {key} and --{name.replace('_', '-')} are given both: give one")
-    for key in given & set(MODEL_SETTINGS):
-        values[MODEL_SHORTHANDS[key]] = getattr(model, key)
 
 
 def _check_other_algorithms(values: dict[str, Any]) -> None:

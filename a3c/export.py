@@ -17,7 +17,7 @@ import argparse
 import copy
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,21 +68,25 @@ def example_inputs(net: nn.Module, env_info: Any, rows: int = 2) -> tuple[torch.
     return (observations, net.initial_state(rows)) if is_recurrent(net) else (observations,)
 
 
-def describe(config: Any, env_info: Any, net: nn.Module, file: str, export_format: str) -> dict[str, Any]:
-    """What the JSON beside the file says: its inputs and outputs and what the env's wrappers do."""
+def describe(settings: Mapping[str, Any], env_info: Any, net: nn.Module, file: str,
+             export_format: str) -> dict[str, Any]:
+    """What the JSON beside the file says: its inputs and outputs and what the env's wrappers
+    do; ``settings`` are the run's (a Config's fields, or a checkpoint's ``config``)."""
+    frame_stack = settings.get("frame_stack") or 1
     observation = {"shape": list(env_info.observation_shape), "dtype": "uint8" if env_info.atari else "float32"}
     if env_info.atari:
         observation["from_env"] = ("gymnasium's AtariPreprocessing (84x84 grayscale, frame skip 4, noop reset) "
                                    "and the last 4 frames stacked, as a3c.lib.envs.make_env gives them")
-    elif config.frame_stack > 1:
-        observation["from_env"] = (f"the last {config.frame_stack} observations end to end (zeros before an "
+    elif frame_stack > 1:
+        observation["from_env"] = (f"the last {frame_stack} observations end to end (zeros before an "
                                    "episode's first), as a3c.lib.envs.make_env(env, frame_stack=N) gives them")
     if env_info.raw_observation_space is not None:
         observation["flattened"] = "gymnasium.spaces.flatten of the env's observation space"
     distribution = policy_distribution(net)
-    parameters = "q_values" if config.algo == "dqn" else PARAMETERS[type(distribution).__name__]
+    algo = settings.get("algo", "a3c")
+    parameters = "q_values" if algo == "dqn" else PARAMETERS[type(distribution).__name__]
     outputs = ["actions", parameters]
-    described = {"format": export_format, "file": file, "env_id": config.env_id, "algo": config.algo,
+    described = {"format": export_format, "file": file, "env_id": settings["env_id"], "algo": algo,
                  "inputs": ["observations"], "observation": observation, "outputs": outputs,
                  "action_space": env_info.action_space,
                  "normalized_inside": bool(getattr(net, "normalizer", None) is not None)}
@@ -96,9 +100,10 @@ def describe(config: Any, env_info: Any, net: nn.Module, file: str, export_forma
     return described
 
 
-def export_policy(net: nn.Module, algorithm: Any, config: Any, env_info: Any, directory: str | Path,
-                  export_format: str = "torchscript") -> Path:
-    """Write the policy file and its JSON into ``directory``; the file's path."""
+def export_policy(net: nn.Module, algorithm: Any, settings: Mapping[str, Any], env_info: Any,
+                  directory: str | Path, export_format: str = "torchscript") -> Path:
+    """Write the policy file and its JSON into ``directory``; the file's path. ``settings`` are
+    the run's (a Config's fields, or a checkpoint's ``config``)."""
     if export_format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {export_format!r}")
     if env_info.agents:
@@ -117,7 +122,7 @@ def export_policy(net: nn.Module, algorithm: Any, config: Any, env_info: Any, di
             outputs = ["actions", "parameters", "next_state"][:len(inputs) + 1]
             torch.onnx.export(policy, inputs, str(path), input_names=names, output_names=outputs,
                               dynamic_axes={name: {0: "batch"} for name in [*names, *outputs]}, dynamo=False)
-    described = describe(config, env_info, net, path.name, export_format)
+    described = describe(settings, env_info, net, path.name, export_format)
     (directory / "policy.json").write_text(json.dumps(described, indent=2) + "\n")
     return path
 
@@ -129,13 +134,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.export") 
     parser.add_argument("directory", help="folder to write policy.pt (or policy.onnx) and policy.json into")
     parser.add_argument("--format", default="torchscript", choices=FORMATS)
     args = parser.parse_args(argv)
-    from a3c.lifecycle.trainer import Trainer
-    from a3c.options import ConfigError
+    from a3c.lifecycle.checkpoint import saved_settings
+    from a3c.play import PlayError, load_policy
 
     try:
-        trainer = Trainer.restore(args.checkpoint)
-        path = trainer.export_policy(args.directory, args.format)
-    except (ConfigError, ValueError, OSError, ImportError) as error:
+        policy = load_policy(args.checkpoint)
+        env_info = policy.env.describe(policy.algorithm.central_critic)
+        path = export_policy(policy.net, policy.algorithm, saved_settings(args.checkpoint), env_info,
+                             args.directory, args.format)
+    except (PlayError, ValueError, OSError, ImportError) as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     print(f"wrote {path} and {path.with_name('policy.json')}")

@@ -108,6 +108,34 @@ def _conv_filters(value: Any) -> tuple[ConvFilter, ...]:
     return tuple(layers)
 
 
+MODEL_SHORTHANDS = {"use_lstm": "lstm", "lstm_cell_size": "lstm_cell_size", "max_seq_len": "seq_len",
+                    "fcnet_hiddens": "mlp_hidden", "conv_filters": "conv", "vf_share_layers": "heads"}
+"""Each model key that a flag is the shorthand of, and the flag's setting."""
+MODEL_SETTINGS = ("use_lstm", "lstm_cell_size", "max_seq_len")
+"""The model keys that are run settings too (the learner and workers read them): they set those."""
+
+
+def apply_model(values: dict[str, Any], family_values: Mapping[str, Any], model_keys: frozenset[str],
+                defaults: Mapping[str, Any]) -> None:
+    """Check ``values["model"]`` against its keys and the algorithm's ``model_keys``, refuse a key
+    given with its shorthand flag set otherwise (than its ``defaults`` or ``family_values``),
+    and put the keys that are settings into those settings."""
+    model = check_model(values["model"])
+    given = given_keys(model)
+    for key in sorted(given - model_keys):
+        takes = ", ".join(key for key in KEYS if key in model_keys) or "none yet"
+        raise ConfigError(f"--model {key}: --algo {values['algo']}'s nets cannot honour it (the keys they take: {takes})")
+    for key in sorted(given):
+        name = MODEL_SHORTHANDS.get(key)
+        value = values.get(name)
+        if name is None or value is None or value in (defaults[name], family_values.get(name)):
+            continue
+        if key not in MODEL_SETTINGS or value != getattr(model, key):
+            raise ConfigError(f"--model {key} and --{name.replace('_', '-')} are given both: give one")
+    for key in given & set(MODEL_SETTINGS):
+        values[MODEL_SHORTHANDS[key]] = getattr(model, key)
+
+
 def given_keys(model: ModelConfig) -> set[str]:
     """The keys set in ``model`` (the activation where not ReLU)."""
     defaults = ModelConfig()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from a3c.lib.observations import STRUCTURED
+from a3c.lib.observations import STRUCTURED, random_valid_action
 
 if TYPE_CHECKING:
     from a3c.lib.envs import EnvInfo
@@ -60,7 +60,8 @@ def observation_problem(space: gym.Space, observation: Any, part: str = "") -> s
 
 def check_observations(env: gym.Env, seed: int, steps: int = CHECKED_STEPS) -> str | None:
     """The first problem of the reset's and ``steps`` random steps' observations, with where
-    it was seen; None where all match the env's space. The env is left open."""
+    it was seen; None where all match the env's space. The random actions keep to an action
+    mask where the env has one. The env is left open."""
     space = env.observation_space
     env.action_space.seed(seed)
     observation, _ = env.reset(seed=seed)
@@ -68,7 +69,7 @@ def check_observations(env: gym.Env, seed: int, steps: int = CHECKED_STEPS) -> s
     if problem:
         return f"after reset: {problem}"
     for step in range(1, steps + 1):
-        observation, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        observation, _, terminated, truncated, _ = env.step(random_valid_action(env, observation))
         problem = observation_problem(space, observation)
         if problem:
             return f"after step {step}: {problem}"

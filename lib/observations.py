@@ -212,3 +212,19 @@ class MaskInObservation(gym.ObservationWrapper):
     def observation(self, observation: Any) -> dict[str, Any]:
         mask = np.asarray(self.env.get_wrapper_attr("action_masks")(), dtype=np.float32).reshape(-1)
         return {"observation": observation, MASK_KEY: mask}
+
+
+def random_valid_action(env: gym.Env, observation: Any) -> Any:
+    """A random action of ``env``'s, among those its last ``observation``'s ``action_mask``
+    (or its ``action_masks()``) allows where it has one."""
+    space = env.action_space
+    if isinstance(observation, dict) and MASK_KEY in observation:
+        mask = observation[MASK_KEY]
+    elif callable(getattr(env.unwrapped, "action_masks", None)):
+        mask = env.get_wrapper_attr("action_masks")()
+    else:
+        return space.sample()
+    allowed = np.asarray(mask).reshape(-1).astype(np.int8)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return space.sample(mask=tuple(np.split(allowed, np.cumsum(space.nvec)[:-1])))
+    return space.sample(mask=allowed)

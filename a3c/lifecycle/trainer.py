@@ -17,7 +17,6 @@ is lost between iterations. ``stop()`` (or leaving the ``with`` block) ends them
 """
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from a3c.lib.env_kind import is_multiagent
 from a3c.lib.envs import EnvInfo
 from a3c.lib.episodes import CallbackError
 from a3c.lib.hook_call import call_hook
+from a3c.lib.methods import class_or_instance_method
 from a3c.lib.multiagent import agent_rows, env_agents
 from a3c.lib.observation_check import check_observation_size
 from a3c.lib.observations import flattened
@@ -71,19 +71,6 @@ from a3c.transport.pool import WorkerDied, WorkerPool
 
 class RunEnded(RuntimeError):
     """``train()`` was called after the run had ended."""
-
-
-class class_or_instance_method:
-    """A method with two forms: called on the class (``Trainer.restore(path)``: a new
-    trainer, the form this project had first) or on an instance (``trainer.restore(path)``:
-    in place, as RLlib's)."""
-
-    def __init__(self, on_class: Callable[..., Any], on_instance: Callable[..., Any]):
-        self.on_class, self.on_instance = on_class, on_instance
-        self.__doc__ = f"On the class: {on_class.__doc__}\n\nOn a trainer: {on_instance.__doc__}"
-
-    def __get__(self, instance: Any, owner: type) -> Callable[..., Any]:
-        return functools.partial(self.on_class, owner) if instance is None else functools.partial(self.on_instance, instance)
 
 
 class Trainer:
@@ -352,11 +339,10 @@ class Trainer:
         return policy_actions(self.net, self.algorithm, observations, greedy)
 
     def export_policy(self, directory: str | Path, format: str = "torchscript") -> Path:
-        """The policy as one file that runs without this package, ``policy.pt`` (TorchScript)
-        or ``policy.onnx``, and ``policy.json`` beside it (``a3c.export``); the file's path."""
+        """``policy.pt`` (TorchScript) or ``policy.onnx`` and ``policy.json`` (``a3c.export``)."""
         from a3c.export import export_policy
 
-        return export_policy(self.net, self.algorithm, self.config, self._shared.env_info, directory, format)
+        return export_policy(self.net, self.algorithm, vars(self.config), self._shared.env_info, directory, format)
 
     def log_scalar(self, tag: str, value: float) -> None:
         """A scalar of the user's in the run's TensorBoard, at the current frame."""
