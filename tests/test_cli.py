@@ -355,13 +355,14 @@ def test_the_installed_commands_are_the_scripts_entry_points():
     from importlib.metadata import entry_points
 
     import a3c.__main__
+    import a3c.export
     import a3c.play
     import a3c.sweep
 
     commands = {point.name: point.load() for point in entry_points(group="console_scripts")
                 if point.name.startswith("a3c-")}
     assert commands == {"a3c-train": a3c.__main__.train, "a3c-play": a3c.play.installed_command,
-                        "a3c-sweep": a3c.sweep.installed_command}
+                        "a3c-sweep": a3c.sweep.installed_command, "a3c-export": a3c.export.installed_command}
 
 
 def test_python_dash_m_a3c_is_the_train_command(tmp_path):
