@@ -68,7 +68,7 @@ def example_inputs(net: nn.Module, env_info: Any, rows: int = 2) -> tuple[torch.
     return (observations, net.initial_state(rows)) if is_recurrent(net) else (observations,)
 
 
-def describe(settings: Mapping[str, Any], env_info: Any, net: nn.Module, file: str,
+def describe(settings: Mapping[str, Any], env_info: Any, net: nn.Module, algorithm: Any, file: str,
              export_format: str) -> dict[str, Any]:
     """What the JSON beside the file says: its inputs and outputs and what the env's wrappers
     do; ``settings`` are the run's (a Config's fields, or a checkpoint's ``config``)."""
@@ -83,10 +83,9 @@ def describe(settings: Mapping[str, Any], env_info: Any, net: nn.Module, file: s
     if env_info.raw_observation_space is not None:
         observation["flattened"] = "gymnasium.spaces.flatten of the env's observation space"
     distribution = policy_distribution(net)
-    algo = settings.get("algo", "a3c")
-    parameters = "q_values" if algo == "dqn" else PARAMETERS[type(distribution).__name__]
+    parameters = "q_values" if algorithm.head_is_q_values else PARAMETERS[type(distribution).__name__]
     outputs = ["actions", parameters]
-    described = {"format": export_format, "file": file, "env_id": settings["env_id"], "algo": algo,
+    described = {"format": export_format, "file": file, "env_id": settings["env_id"], "algo": algorithm.name,
                  "inputs": ["observations"], "observation": observation, "outputs": outputs,
                  "action_space": env_info.action_space,
                  "normalized_inside": bool(getattr(net, "normalizer", None) is not None)}
@@ -122,7 +121,7 @@ def export_policy(net: nn.Module, algorithm: Any, settings: Mapping[str, Any], e
             outputs = ["actions", "parameters", "next_state"][:len(inputs) + 1]
             torch.onnx.export(policy, inputs, str(path), input_names=names, output_names=outputs,
                               dynamic_axes={name: {0: "batch"} for name in [*names, *outputs]}, dynamo=False)
-    described = describe(settings, env_info, net, path.name, export_format)
+    described = describe(settings, env_info, net, algorithm, path.name, export_format)
     (directory / "policy.json").write_text(json.dumps(described, indent=2) + "\n")
     return path
 

@@ -106,3 +106,18 @@ def test_the_command_exports_a_checkpoint_and_says_what_is_wrong_in_one_line(tmp
     assert main([str(tmp_path / "missing.pt"), str(tmp_path / "out")]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("python -m a3c.export: error: ")
+
+
+def test_the_json_names_a_q_networks_second_output_by_asking_the_algorithm():
+    from a3c.algos import get_algorithm
+    from a3c.config import make_config
+    from a3c.export import describe
+    from a3c.lib.envs import describe_env
+
+    env_info = describe_env("CartPole-v1")
+    for algo, second in [("dqn", "q_values"), ("a3c", "logits")]:
+        settings = vars(make_config(name="x", env="CartPole-v1", algo=algo))
+        algorithm = get_algorithm(algo)
+        described = describe(settings, env_info, algorithm.build_net(env_info, settings), algorithm, "policy.pt",
+                             "torchscript")
+        assert described["outputs"] == ["actions", second] and described["algo"] == algo
