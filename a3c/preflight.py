@@ -76,9 +76,6 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--algo {config.algo} takes {' and '.join(sorted(algorithm.action_spaces))} actions "
                           f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
-    if env_info.action_mask is not None and config.lstm:
-        raise ConfigError(f"{config.env_id}'s observations carry an action_mask, which --lstm's nets do not "
-                          "read yet: leave out --lstm (--frame-stack N gives memory)")
     if env_info.agents:
         check_agent_env_steps(config)
     elif not env_info.atari:
