@@ -45,6 +45,12 @@ class QHead(nn.Module):
         return self.value(features) + advantages - advantages.mean(dim=-1, keepdim=True)
 
 
+def q_head(features: int, hiddens: Sequence[int], n_actions: int, dueling: bool, activation: str) -> QHead:
+    """The Q head over hidden layers of all but the last of ``hiddens`` (on ``features``): its
+    own hidden layer is that last one."""
+    return QHead(hiddens[-2] if len(hiddens) > 1 else features, n_actions, hiddens[-1], dueling, activation)
+
+
 VECTOR_HIDDENS = (128, 128)
 """The vector Q-network's hidden widths: the body's layers, then the Q head's hidden layer."""
 
@@ -61,7 +67,7 @@ class MlpQ(nn.Module):
         features = observation_size if encoder is None else encoder.size
         layer = hidden_layers(features, hiddens[:-1], activation)
         self.body = layer if encoder is None else nn.Sequential(encoder, layer)
-        self.head = QHead(hiddens[-2] if len(hiddens) > 1 else features, n_actions, hiddens[-1], dueling, activation)
+        self.head = q_head(features, hiddens, n_actions, dueling, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         q_values = self.head(self.body(observations.float()))
@@ -82,7 +88,7 @@ class AtariQ(nn.Module):
         self.body = hidden_layers(features, hiddens[:-1], activation)
         init_relu_layers([*self.conv, *self.body])
         self.conv.to(memory_format=torch.channels_last)
-        self.head = QHead(hiddens[-2] if len(hiddens) > 1 else features, n_actions, hiddens[-1], dueling, activation)
+        self.head = q_head(features, hiddens, n_actions, dueling, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         q_values = self.head(self.body(self.conv(scaled_channels_last(observations))))
