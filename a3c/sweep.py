@@ -81,11 +81,13 @@ def reported(result: dict[str, Any]) -> dict[str, Any]:
     """What a trial tells Tune of a result: its numbers, ``custom_metrics`` nested as RLlib
     reports them (Tune flattens them to ``custom_metrics/NAME_mean``), whether it is done
     and whether solved."""
-    figures = {key: value for key, value in result.items()
-               if isinstance(value, (int, float)) and not isinstance(value, bool)}
-    custom = {key: value for key, value in result.get("custom_metrics", {}).items()
-              if isinstance(value, (int, float)) and not isinstance(value, bool)}
-    return {**figures, "custom_metrics": custom, "done": result["done"], "solved": result["reason"] == "solved"}
+    return {**numbers(result), "custom_metrics": numbers(result.get("custom_metrics", {})), "done": result["done"],
+            "solved": result["reason"] == "solved"}
+
+
+def numbers(values: dict[str, Any]) -> dict[str, int | float]:
+    """The entries of ``values`` that are numbers (not flags, texts or None)."""
+    return {key: value for key, value in values.items() if isinstance(value, (int, float)) and not isinstance(value, bool)}
 
 
 def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,
