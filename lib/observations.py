@@ -220,7 +220,7 @@ def random_valid_action(env: gym.Env, observation: Any) -> Any:
     space = env.action_space
     if isinstance(observation, dict) and MASK_KEY in observation:
         mask = observation[MASK_KEY]
-    elif callable(getattr(env.unwrapped, "action_masks", None)):
+    elif has_action_masks(env):
         mask = env.get_wrapper_attr("action_masks")()
     else:
         return space.sample()

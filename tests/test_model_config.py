@@ -52,6 +52,13 @@ def test_each_key_is_checked_in_one_line(model, says):
     assert says in str(raised.value) and "\n" not in str(raised.value)
 
 
+def test_every_activation_the_config_takes_has_a_layer():
+    from a3c import model_config
+    from a3c.lib import models
+
+    assert set(model_config.ACTIVATIONS) == set(models.ACTIVATIONS)  # the pure check's names, the nets' layers
+
+
 def test_a_kernel_may_be_one_int_and_the_keys_read_as_given():
     model = check_model({"conv_filters": [[16, 8, 4], [32, [4, 3], 2]], "fcnet_hiddens": [64, 32],
                          "fcnet_activation": "tanh", "vf_share_layers": True})
