@@ -1,6 +1,6 @@
 """A3C on torch.multiprocessing: ``Trainer`` is one run (train / save / restore / act),
 ``Callback`` hooks into it, a ``ConsoleReporter`` prints what it does, ``register_env``
-makes a user's env creator an env id; the rest is its
+makes a user's env creator an env id and ``register_model`` a user's net a ``custom_model``; the rest is its
 config (``config``), algorithms (``algos``), transports (``transport``) and life cycle
 (``lifecycle``).
 
@@ -25,9 +25,10 @@ _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.train
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
             "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
             "register_env": "a3c.lib.user_envs", "EnvContext": "a3c.lib.user_envs",
+            "register_model": "a3c.lib.user_models",
             "pretty_print": "a3c.lifecycle.reporter"}
 __all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "LearningNotAchieved", "Reporter",
-           "RunEnded", "Trainer", "pretty_print", "register_env"]
+           "RunEnded", "Trainer", "pretty_print", "register_env", "register_model"]
 
 
 def __getattr__(name: str) -> Any:

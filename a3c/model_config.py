@@ -39,13 +39,17 @@ class ModelConfig:
     use_lstm: bool | None = None
     lstm_cell_size: int | None = None
     max_seq_len: int | None = None
+    custom_model: str | None = None
+    """A model of the user's (``a3c.register_model``'s name, or ``module:factory``) giving the
+    features the algorithm's own heads read, in place of the MLP over the observation or the conv body."""
+    custom_model_config: dict | None = None
+    """What the custom model's factory gets as its ``config``."""
 
 
 KEYS = tuple(field.name for field in dataclasses.fields(ModelConfig))
 NOT_YET = ("use_attention", "attention_num_transformer_units", "attention_dim", "attention_num_heads",
            "attention_head_dim", "attention_memory_inference", "attention_memory_training",
-           "attention_position_wise_mlp_dim", "attention_init_gru_gate_bias", "custom_model",
-           "custom_model_config")
+           "attention_position_wise_mlp_dim", "attention_init_gru_gate_bias")
 """RLlib's keys that this version reads but cannot build yet: refused by name, not taken for typos."""
 
 
@@ -61,6 +65,11 @@ def check_model(given: Mapping[str, Any] | None) -> ModelConfig:
         if key not in KEYS:
             raise ConfigError(f"--model {key}: not a model key; the keys are {', '.join(KEYS)}")
         values[key] = _checked(key, value)
+    if "custom_model_config" in values and "custom_model" not in values:
+        raise ConfigError("--model custom_model_config is for a custom_model, and none is given")
+    if "custom_model" in values and "conv_filters" in values:
+        raise ConfigError("--model custom_model and conv_filters are given both: the custom model reads "
+                          "the observation in place of the conv body; give one")
     return ModelConfig(**values)
 
 
@@ -75,6 +84,14 @@ def _checked(key: str, value: Any) -> Any:
         return value
     if key == "conv_filters":
         return _conv_filters(value)
+    if key == "custom_model":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"--model custom_model must be a registered model's name or module:factory, got {value!r}")
+        return value
+    if key == "custom_model_config":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"--model custom_model_config must be a JSON object, got {value!r}")
+        return dict(value)
     if key in ("vf_share_layers", "use_lstm"):
         if not isinstance(value, bool):
             raise ConfigError(f"--model {key} must be true or false, got {value!r}")

@@ -76,6 +76,7 @@ def preflight(config: Config) -> EnvInfo:
         raise ConfigError(f"--algo {config.algo} takes {' and '.join(sorted(algorithm.action_spaces))} actions "
                           f"and {config.env_id}'s are {kind}; --algo {takers} take {kind} actions")
     algorithm.preflight(config, env_info)
+    check_model_builds(config, env_info)
     if env_info.agents:
         check_agent_env_steps(config)
     elif not env_info.atari:
@@ -99,6 +100,21 @@ def preflight(config: Config) -> EnvInfo:
 
             check_address(config.ray_address)
     return env_info
+
+
+def check_model_builds(config: Config, env_info: EnvInfo) -> None:
+    """ConfigError where the model config's custom model cannot be built or gives features of
+    the wrong shape (``a3c.lib.custom_model``), or would read several agents' observations."""
+    if (config.model or {}).get("custom_model") is None:
+        return
+    if env_info.agents:
+        raise ConfigError(f"--model custom_model: not yet on multi-agent envs like {config.env_id}")
+    from a3c.lib.custom_model import CustomModelError, check_custom_model
+
+    try:
+        check_custom_model(env_info, config.model)
+    except CustomModelError as exc:
+        raise ConfigError(f"--model {exc}") from None
 
 
 def check_env_steps(config: Config, by_user: bool) -> None:

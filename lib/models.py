@@ -9,10 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from a3c.lib.custom_model import CustomFeatures, custom_features
 from a3c.lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
 from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from a3c.lib.normalize import ObservationNormalizer
-from a3c.lib.observations import ImagePart
+from a3c.lib.observations import ImagePart, columns_outside_images
 from a3c.lib.recurrent import RecurrentA2C
 
 HEADS = ("shared", "separate")
@@ -186,8 +187,7 @@ class ObservationEncoder(nn.Module):
             hidden = nn.Sequential(nn.Linear(conv_out, IMAGE_FEATURES), nn.ReLU())
             init_relu_layers([*body, *hidden])
             self.images.append(nn.Sequential(body, hidden))
-        in_images = {column for part in self.parts for column in range(part.offset, part.offset + part.size)}
-        self.vector_columns = [column for column in range(observation_size) if column not in in_images]
+        self.vector_columns = columns_outside_images(observation_size, self.parts)
         self.register_buffer("_vector_index", torch.tensor(self.vector_columns, dtype=torch.long), persistent=False)
         self.size = IMAGE_FEATURES * len(self.parts) + len(self.vector_columns)
 
@@ -239,7 +239,8 @@ class MlpA2C(nn.Module):
     def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = MLP_HIDDEN,
                  distribution: Distribution = CATEGORICAL,
                  normalize_observations: bool = False, log_std_init: float = 0.0,
-                 encoder: ObservationEncoder | None = None, activation: str = "relu", share: bool = False):
+                 encoder: ObservationEncoder | CustomFeatures | None = None, activation: str = "relu",
+                 share: bool = False):
         super().__init__()
         self.distribution = distribution
         self.normalizer = observation_normalizer(observation_size, encoder) if normalize_observations else None
@@ -301,7 +302,8 @@ def observation_encoder(env_info: EnvInfo, conv: str = "nature",
     return ObservationEncoder(env_info.observation_shape[0], env_info.image_parts, conv, filters)
 
 
-def observation_normalizer(observation_size: int, encoder: ObservationEncoder | None) -> ObservationNormalizer:
+def observation_normalizer(observation_size: int,
+                           encoder: ObservationEncoder | CustomFeatures | None) -> ObservationNormalizer:
     """Running statistics for the values of a row that are not in an image (images are
     scaled by 255 instead)."""
     return ObservationNormalizer(observation_size, None if encoder is None else encoder.vector_columns)
@@ -319,7 +321,9 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     images read them through an ``ObservationEncoder`` with ``conv`` bodies first.
 
     ``model`` (RLlib's keys, checked by ``a3c.model_config``) replaces the shorthands where it
-    gives ``fcnet_hiddens``, ``fcnet_activation``, ``conv_filters`` or ``vf_share_layers``."""
+    gives ``fcnet_hiddens``, ``fcnet_activation``, ``conv_filters`` or ``vf_share_layers``; its
+    ``custom_model`` reads the observations (Atari's frames too) in place of the encoder or
+    the conv body, under the same heads (``a3c.lib.custom_model``)."""
     model = model or {}
     hiddens, filters = model.get("fcnet_hiddens"), model.get("conv_filters")
     activation, share = model.get("fcnet_activation", "relu"), model.get("vf_share_layers")
@@ -327,13 +331,14 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
         distribution = DiagGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
     else:
         distribution = CATEGORICAL if env_info.action_nvec is None else MultiCategorical(env_info.action_nvec)
+    custom = custom_features(env_info, model)
     if lstm:
-        if env_info.atari:
+        if env_info.atari and custom is None:
             body = AtariFeatures(env_info.observation_shape, conv, filters, hiddens, activation)
             return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
                                 log_std_init=log_std_init)
         size = env_info.observation_shape[0]
-        encoder = observation_encoder(env_info, conv, filters)
+        encoder = custom or observation_encoder(env_info, conv, filters)
         widths = hiddens or [mlp_hidden]
         layer = hidden_layers(size if encoder is None else encoder.size, widths, activation)
         init_relu_layers(layer)
@@ -341,12 +346,12 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
         normalizer = observation_normalizer(size, encoder) if normalize_observations else None
         return RecurrentA2C(body, widths[-1], env_info.n_actions, lstm_cell_size, distribution, normalizer,
                             log_std_init)
-    if env_info.atari:
+    if env_info.atari and custom is None:
         if share is not None:
             heads = "shared" if share else "separate"
         return AtariA2C(env_info.observation_shape, env_info.n_actions, heads, conv, filters, hiddens, activation)
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions, hiddens or mlp_hidden, distribution,
-                  normalize_observations, log_std_init, observation_encoder(env_info, conv, filters),
+                  normalize_observations, log_std_init, custom or observation_encoder(env_info, conv, filters),
                   activation, bool(share))
 
 

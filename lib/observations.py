@@ -73,6 +73,12 @@ def image_parts(space: gym.Space, offset: int = 0) -> tuple[ImagePart, ...]:
     return tuple(parts)
 
 
+def columns_outside_images(size: int, parts: Sequence[ImagePart]) -> list[int]:
+    """The columns of a flat row of ``size`` values that no image of ``parts`` covers."""
+    in_images = {column for part in parts for column in range(part.offset, part.offset + part.size)}
+    return [column for column in range(size) if column not in in_images]
+
+
 def needs_flattening(space: gym.Space) -> bool:
     return isinstance(space, FLATTENED) or image_layout(space) is not None
 

@@ -4,9 +4,8 @@
 envs is being made, so that the same env class runs with other settings in every worker.
 
 A registered name is a gymnasium id as well (``gymnasium.make`` finds it), so everything
-that makes envs by id makes these. Workers are spawned processes or Ray actors that never
-ran the user's script: the pool ships the creators to them pickled by value (cloudpickle,
-which gymnasium depends on), so a lambda or a class defined in ``__main__`` works there too.
+that makes envs by id makes these. The creators reach every worker pickled by value
+(``a3c.lib.registrations``).
 """
 from __future__ import annotations
 
@@ -15,10 +14,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import cloudpickle
 import gymnasium as gym
 
-_CREATORS: dict[str, Callable[[EnvContext], gym.Env]] = {}
+from a3c.lib.registrations import Registry
 
 
 class EnvContext(dict):
@@ -41,7 +39,7 @@ class _Created:
         if unexpected:
             raise TypeError(f"{self.name} is made by its creator from env_config alone, not from "
                             f"{sorted(unexpected)}")
-        env = _CREATORS[self.name](env_config if env_config is not None else EnvContext())
+        env = _CREATORS.entries[self.name](env_config if env_config is not None else EnvContext())
         if not isinstance(env, gym.Env):
             raise TypeError(f"the creator registered as {self.name!r} returned {type(env).__name__}, "
                             "not a gymnasium.Env")
@@ -51,28 +49,20 @@ class _Created:
 def register_env(name: str, creator: Callable[[EnvContext], gym.Env]) -> None:
     """Make ``name`` an env id whose envs ``creator(env_config)`` returns; registering a name
     again replaces its creator."""
-    if not callable(creator):
-        raise TypeError(f"register_env({name!r}, ...) needs a callable creator, got {type(creator).__name__}")
-    _CREATORS[name] = creator
+    _CREATORS.add(name, creator)
+
+
+def _as_gymnasium_id(name: str) -> None:
     gym.envs.registration.registry.pop(name, None)
     gym.register(id=name, entry_point=_Created(name))
 
 
+_CREATORS = Registry("env", on_add=_as_gymnasium_id)
+
+
 def is_user_env(env_id: str) -> bool:
     """True for a name given to ``register_env``."""
-    return env_id in _CREATORS
-
-
-def shipped_creators() -> bytes | None:
-    """Every registered creator, pickled by value for the workers; None when there is none."""
-    return cloudpickle.dumps(dict(_CREATORS)) if _CREATORS else None
-
-
-def install_creators(shipped: bytes | None) -> None:
-    """In a worker: register what ``shipped_creators`` packed in the learner."""
-    if shipped is not None:
-        for name, creator in cloudpickle.loads(shipped).items():
-            register_env(name, creator)
+    return env_id in _CREATORS.entries
 
 
 def search_working_folder() -> None:

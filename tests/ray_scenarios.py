@@ -187,12 +187,22 @@ def replacement_on_a_full_cluster(logdir: Path, second_node: str) -> dict:
 
 def cluster_runs(logdir: Path) -> dict:
     import ray
+    import torch
 
-    from a3c import Trainer
+    from a3c import Trainer, register_model
     from a3c.config import ConfigError
     from a3c.transport.ray_cluster import check_address
     from tests.test_callbacks import CountingMetrics
     from tests.test_columns import stamped_run
+
+    class LocalModel(torch.nn.Module):  # defined here: an actor can only have it by value
+        def __init__(self, observation_space, config):
+            super().__init__()
+            self.features_dim = 6
+            self.layer = torch.nn.Linear(observation_space.shape[0], 6)
+
+        def forward(self, observations):
+            return torch.relu(self.layer(observations))
 
     head = ray_node("--head", f"--port={PORT}", "--num-cpus=5", "--include-dashboard=false")
     second = third = None
@@ -270,9 +280,14 @@ def cluster_runs(logdir: Path) -> dict:
                            "distinct_actions": len(set(actions.tolist())),
                            **{key: result[key] for key in ("frames", "policy_lag", "policy_version")}}
         seen["columns"] = stamped_run(logdir, 2000, backend="ray", ray_address=ADDRESS, name="stamped")
+        register_model("local", LocalModel)
         with Trainer(env="tests.toy_envs:Counting-v0", backend="ray", ray_address=ADDRESS, processes=2,
-                     callbacks=[CountingMetrics()], logdir=str(logdir), name="callbacks", stop_reward=1e9) as trainer:
-            seen["callbacks"] = trainer.train(frames=1000)["custom_metrics"]
+                     callbacks=[CountingMetrics()], logdir=str(logdir), name="callbacks", stop_reward=1e9,
+                     model={"custom_model": "local"}) as trainer:
+            result = trainer.train(frames=1000)
+            seen["callbacks"] = result["custom_metrics"]
+            seen["custom_model"] = {"features": trainer.net.encoder.size, "restarts": result["worker_restarts"],
+                                    "frames": result["frames"]}
         third = ray_node(f"--address={ADDRESS}", "--num-cpus=1", code=other_code(logdir / "other"))
         wait_for_node(known={head_node, second_node})
         seen["other_code"] = refused_elsewhere(logdir)

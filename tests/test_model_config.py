@@ -35,7 +35,7 @@ def layers(module: nn.Module) -> list[str]:
 @pytest.mark.parametrize("model, says", [
     ({"fcnet_hidens": [8]}, "--model fcnet_hidens: not a model key; the keys are fcnet_hiddens, "),
     ({"use_attention": True}, "--model use_attention: not built yet in this version"),
-    ({"custom_model": "mine"}, "--model custom_model: not built yet in this version"),
+    ({"attention_dim": 32}, "--model attention_dim: not built yet in this version"),
     ({"fcnet_hiddens": []}, "fcnet_hiddens must be a non-empty list of widths >= 1, got []"),
     ({"fcnet_hiddens": [64, 0]}, "fcnet_hiddens must be a non-empty list of widths >= 1, got [64, 0]"),
     ({"fcnet_hiddens": [True]}, "fcnet_hiddens must be a non-empty list"),
@@ -146,7 +146,7 @@ def test_lstm_keys_are_the_settings_and_a_key_and_its_flag_are_not_both_given():
         ({"algo": "qmix", "env": "TwoStepGame", "model": {"fcnet_hiddens": [8]}},
          "--model fcnet_hiddens: --algo qmix's nets cannot honour it (the keys they take: none yet)"),
         ({"algo": "sac", "env": "Pendulum-v1", "model": {"vf_share_layers": True}},
-         "--algo sac's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation)"),
+         "--algo sac's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation, custom_model, custom_model_config)"),
         ({"model": {"use_lstm": True, "vf_share_layers": False}}, "with an LSTM the policy and the value read one cell")]:
         with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
             make_config(**{"name": "m", "env": "CartPole-v1", **settings})

@@ -124,6 +124,12 @@ def test_worker_side_callbacks_run_in_the_actors(seen):
 
 
 @pytest.mark.timeout(600)
+def test_a_model_registered_in_the_driver_reaches_the_actors(seen):
+    custom = seen["cluster"]["custom_model"]  # its class defined in a function: shipped by value
+    assert custom["features"] == 6 and custom["restarts"] == 0 and custom["frames"] >= 1000, custom
+
+
+@pytest.mark.timeout(600)
 def test_ctrl_c_stops_every_actor_and_the_ray_it_started_saves_and_a_resume_ends_by_sigterm(seen):
     own = seen["own"]
     assert own["exit_code"] == 130 and own["reason"] == "interrupted" and own["saved"], own["output"]

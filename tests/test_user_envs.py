@@ -11,7 +11,8 @@ from gymnasium.spaces import Box
 from a3c import ConfigError, EnvContext, Trainer, register_env
 from a3c.config import parse_config
 from a3c.lib.envs import make_env
-from a3c.lib.user_envs import install_creators, is_user_env, shipped_creators
+from a3c.lib.registrations import install_registrations, shipped_registrations
+from a3c.lib.user_envs import is_user_env
 from tests.toy_envs import StepsEnv
 
 
@@ -31,12 +32,12 @@ def test_a_module_that_registers_its_env_names_it_as_module_colon_name():
 
 def test_shipped_creators_work_where_they_were_never_registered():
     register_env("steps-shipped", lambda config: StepsEnv(config.get("length", 4)))
-    shipped = shipped_creators()
+    shipped = shipped_registrations()
     from a3c.lib import user_envs
 
-    user_envs._CREATORS.pop("steps-shipped")
+    user_envs._CREATORS.entries.pop("steps-shipped")
     assert not is_user_env("steps-shipped")
-    install_creators(shipped)
+    install_registrations(shipped)
     assert make_env("steps-shipped", env_config={"length": 9}).unwrapped.length == 9
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
-from a3c.lib.user_envs import shipped_creators
+from a3c.lib.registrations import shipped_registrations
 
 if TYPE_CHECKING:
     import torch
@@ -97,8 +97,8 @@ class WorkerPool(abc.ABC):
         self.net = net
         self.version_counter = version_counter
         self.base_seed = base_seed
-        self.user_envs = shipped_creators()
-        """The creators registered with ``register_env``, for workers that never ran the user's script."""
+        self.registered = shipped_registrations()
+        """The envs and models the user registered, for workers that never ran the user's script."""
         self.callbacks = cloudpickle.dumps(list(callbacks)) if callbacks else None
         """The callbacks with worker-side hooks, pickled by value: each worker runs its own copy."""
 

@@ -126,7 +126,7 @@ class ProcessPool(WorkerPool):
         process = self._context.Process(
             target=worker_main, name=f"a3c-worker-{worker_id}", daemon=True,
             args=(worker_id, *self._args, channel, child_seed(self.base_seed, worker_id, incarnation),
-                  self.user_envs, self.callbacks),
+                  self.registered, self.callbacks),
         )
         with _main_script_left_out():
             process.start()

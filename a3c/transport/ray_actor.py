@@ -18,7 +18,7 @@ from a3c.algos.base import net_settings
 from a3c.lib.columns import concatenate_columns
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.experience import EpisodeResult
-from a3c.lib.user_envs import install_creators
+from a3c.lib.registrations import install_registrations
 from a3c.transport.pool import messages_per_worker
 from a3c.transport.worker import make_sender, make_vector_actor
 
@@ -73,9 +73,9 @@ class RolloutActor:
     a child process."""
 
     def __init__(self, worker_id: int, algorithm: Algorithm, config: Config, env_info: EnvInfo, seed: int,
-                 board: Any, user_envs: bytes | None = None, callbacks: bytes | None = None):
+                 board: Any, registered: bytes | None = None, callbacks: bytes | None = None):
         torch.set_num_threads(1)
-        install_creators(user_envs)
+        install_registrations(registered)
         flush_denormals()
         torch.manual_seed(seed)
         config = dataclasses.replace(config, cuda=False)  # actors act on their node's CPU

@@ -134,7 +134,7 @@ class RayWorkerPool(WorkerPool):
         actor = self._actor_class.options(
             num_cpus=1, resources=resources, max_restarts=0,
             scheduling_strategy=self._placement(worker_id, avoid),
-        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board, self.user_envs,
+        ).remote(worker_id, self.algorithm, self.config, self.env_info, seed, self._board, self.registered,
                  self.callbacks)
         self._actors[worker_id] = actor
         self._building[actor.ready.remote()] = worker_id

@@ -19,7 +19,7 @@ from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import run_frames_per_step
 from a3c.lib.episodes import CallbackError
 from a3c.lib.experience import TransitionBatch
-from a3c.lib.user_envs import install_creators
+from a3c.lib.registrations import install_registrations
 from a3c.transport.channel import ChildChannel
 from a3c.transport.messages import EpisodeEnded, WorkerCrashed
 
@@ -29,14 +29,14 @@ if TYPE_CHECKING:
 
 
 def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Module,
-                version_counter: torch.Tensor, channel: ChildChannel, seed: int, user_envs: bytes | None,
+                version_counter: torch.Tensor, channel: ChildChannel, seed: int, registered: bytes | None,
                 callbacks: bytes | None = None) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
     the learner sets the stop event, so a half-written queue message never happens on a signal.
     A child whose learner died without setting it (SIGKILL) leaves too, dropping what its
-    queue still holds. ``user_envs`` are the creators registered in the learner, ``callbacks``
+    queue still holds. ``registered`` are the envs and models registered in the learner, ``callbacks``
     the user's callbacks with worker-side hooks; one of those raising ends the run (fatal).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -45,7 +45,7 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
     keep_freed_memory()
     flush_denormals()
     try:
-        install_creators(user_envs)
+        install_registrations(registered)
         collect(algorithm, config, net, version_counter, channel, seed,
                 cloudpickle.loads(callbacks) if callbacks else ())
     except CallbackError as error:

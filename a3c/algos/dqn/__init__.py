@@ -37,7 +37,7 @@ class DQN(Algorithm):
     settings = DQNSettings
     sends_last_states = True
     head_is_q_values = True
-    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "conv_filters"})
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "conv_filters", "custom_model", "custom_model_config"})
     net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:

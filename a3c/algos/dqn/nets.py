@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from a3c.lib.custom_model import CustomFeatures, custom_features
 from a3c.lib.envs import EnvInfo
 from a3c.lib.models import (
     ACTIVATIONS,
@@ -58,10 +59,11 @@ VECTOR_HIDDENS = (128, 128)
 class MlpQ(nn.Module):
     """Q-network for vector observations: hidden layers, the last of them the Q head's
     (``hiddens``, the model config's ``fcnet_hiddens``); rows that hold an env's images read
-    them through an ``ObservationEncoder`` first (``encoder``)."""
+    them through an ``ObservationEncoder`` first (``encoder``), or the model config's custom model
+    reads the observations (``a3c.lib.custom_model``)."""
 
     def __init__(self, observation_size: int, n_actions: int, dueling: bool = True,
-                 hiddens: Sequence[int] = VECTOR_HIDDENS, encoder: ObservationEncoder | None = None,
+                 hiddens: Sequence[int] = VECTOR_HIDDENS, encoder: ObservationEncoder | CustomFeatures | None = None,
                  activation: str = "relu"):
         super().__init__()
         features = observation_size if encoder is None else encoder.size
@@ -100,7 +102,8 @@ def build_q_net(env_info: EnvInfo, dueling: bool = True, model: Mapping[str, Any
     model = model or {}
     hiddens, filters = model.get("fcnet_hiddens"), model.get("conv_filters")
     activation = model.get("fcnet_activation", "relu")
-    if env_info.atari:
+    custom = custom_features(env_info, model)
+    if env_info.atari and custom is None:
         return AtariQ(env_info.observation_shape, env_info.n_actions, dueling, filters, hiddens, activation)
     return MlpQ(env_info.observation_shape[0], env_info.n_actions, dueling, hiddens or VECTOR_HIDDENS,
-                observation_encoder(env_info, filters=filters), activation)
+                custom or observation_encoder(env_info, filters=filters), activation)

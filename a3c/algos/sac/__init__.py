@@ -4,7 +4,7 @@ uniform replay buffer and trains twin critics towards soft targets, the actor th
 and the entropy temperature towards a target entropy."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm, shown_value
@@ -28,7 +28,7 @@ class SAC(Algorithm):
     settings = SACSettings
     action_spaces = frozenset({"Box"})
     sends_last_states = True
-    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation"})
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "custom_model", "custom_model_config"})
     net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,13 +72,25 @@ class SAC(Algorithm):
         from a3c.algos.sac.nets import SACNet, SquashedGaussian
 
         distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
-        return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings))
+        return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings),
+                      features_maker(env_info, settings))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> SACLearner:
         from a3c.algos.sac.learner import SACLearner
 
         return SACLearner(config, net, version_counter, env_info)
+
+
+def features_maker(env_info: EnvInfo, settings: Mapping[str, Any]) -> Callable[[], nn.Module] | None:
+    """What makes a fresh copy of the model config's custom model for each of the actor and
+    the critics; None without one."""
+    model = settings.get("model") or {}
+    if model.get("custom_model") is None:
+        return None
+    from a3c.lib.custom_model import custom_features
+
+    return lambda: custom_features(env_info, model)
 
 
 def mlp_shape(settings: Mapping[str, Any]) -> tuple[int | list[int], str]:

@@ -5,11 +5,12 @@ builds on the same actor and twin critics with a deterministic actor.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
 
+from a3c.lib.custom_model import CustomFeatures
 from a3c.lib.distributions import DiagGaussian, SquashedGaussian
 from a3c.lib.models import mlp
 
@@ -26,15 +27,18 @@ class ActorAndTwinCritics(nn.Module):
     """An actor (observation to ``head_size`` values of ``distribution``'s policy head) and
     twin critics (observation and action to Q), separate MLPs: SAC's net and TD3's. ``hidden``
     and ``activation`` are the model config's ``fcnet_hiddens`` and ``fcnet_activation``.
+    ``features`` makes the model config's custom model, one for the actor and one for each
+    critic (``FeaturesThen``).
     ``forward`` gives (policy head, zeros), as the actor-critic nets act
     (``a3c.lib.models.evaluate``): the critics serve the learner only."""
 
     def __init__(self, observation_size: int, distribution: DiagGaussian, head_size: int,
-                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu"):
+                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu",
+                 features: Callable[[], CustomFeatures] | None = None):
         super().__init__()
         self.distribution = distribution
-        self.actor = mlp(observation_size, head_size, hidden, activation)
-        self.critics = nn.ModuleList(mlp(observation_size + distribution.size, 1, hidden, activation)
+        self.actor = on_features(features, observation_size, head_size, hidden, activation)
+        self.critics = nn.ModuleList(on_features(features, observation_size, 1, hidden, activation, distribution.size)
                                      for _ in range(2))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,14 +55,37 @@ class SACNet(ActorAndTwinCritics):
     ``log_temperature`` is the entropy temperature's log, learned with the rest from 1."""
 
     def __init__(self, observation_size: int, distribution: SquashedGaussian, hidden: int | Sequence[int] = HIDDEN,
-                 activation: str = "relu"):
-        super().__init__(observation_size, distribution, 2 * distribution.size, hidden, activation)
+                 activation: str = "relu", features: Callable[[], CustomFeatures] | None = None):
+        super().__init__(observation_size, distribution, 2 * distribution.size, hidden, activation, features)
         self.log_temperature = nn.Parameter(torch.zeros(()))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         head, zeros = super().forward(observations)
         mean, log_std = head.chunk(2, dim=-1)
         return torch.cat([mean, log_std.clamp(*LOG_STD_RANGE)], dim=-1), zeros
+
+
+class FeaturesThen(nn.Module):
+    """An MLP over a custom model's features of a row's first ``observation_size`` values and
+    the rest of the row as it is (a critic's action; nothing for the actor)."""
+
+    def __init__(self, features: CustomFeatures, observation_size: int, mlp_above: nn.Sequential):
+        super().__init__()
+        self.features, self.observation_size, self.mlp = features, observation_size, mlp_above
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        observations, rest = inputs[:, :self.observation_size], inputs[:, self.observation_size:]
+        return self.mlp(torch.cat([self.features(observations), rest], dim=-1))
+
+
+def on_features(features: Callable[[], CustomFeatures] | None, observation_size: int, outputs: int,
+                hidden: int | Sequence[int], activation: str, extra_inputs: int = 0) -> nn.Module:
+    """The MLP of an actor (or of a critic, reading ``extra_inputs`` more: the action) over the
+    observation, or over a custom model's features of it where ``features`` makes one."""
+    if features is None:
+        return mlp(observation_size + extra_inputs, outputs, hidden, activation)
+    made = features()
+    return FeaturesThen(made, observation_size, mlp(made.size + extra_inputs, outputs, hidden, activation))
 
 
 def critic_values(critics: nn.ModuleList, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from a3c.algos.sac import SAC, mlp_shape
+from a3c.algos.sac import SAC, features_maker, mlp_shape
 from a3c.algos.td3.settings import PRESET, TD3Settings
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class TD3(SAC):
         distribution = NoisyDeterministic(env_info.n_actions, env_info.action_low, env_info.action_high,
                                           noise=settings["exploration_noise"])
         return ActorAndTwinCritics(env_info.observation_shape[0], distribution, env_info.n_actions,
-                                   *mlp_shape(settings))
+                                   *mlp_shape(settings), features_maker(env_info, settings))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> TD3Learner:
