@@ -106,7 +106,8 @@ class RunSettings:
     model: dict | None = option(  # noqa: RUF009 - the default is None, no shared dict
         "the nets' shape as RLlib's model config, a JSON object: fcnet_hiddens (widths), fcnet_activation, "
         "conv_filters ([[channels, [k, k], stride], ...]), vf_share_layers, use_lstm, lstm_cell_size, "
-        "max_seq_len, custom_model (a3c.register_model's name, or module:factory) and custom_model_config; "
+        "max_seq_len, use_attention and its attention_* sizes, custom_model (a3c.register_model's name, or "
+        "module:factory) and custom_model_config; "
         "each algorithm takes the keys its nets can honour. --mlp-hidden, --conv, --heads, "
         "--lstm, --lstm-cell-size and --seq-len are shorthands of it", None)
     preset: str = option("where unset hyperparameters come from: default, the env family's tuned "

@@ -94,7 +94,7 @@ def describe(settings: Mapping[str, Any], env_info: Any, net: nn.Module, algorit
     if is_recurrent(net):
         described["inputs"].append("state")
         described["outputs"].append("next_state")
-        described["state_shape"] = [2, net.cell_size]
+        described["state_shape"] = list(net.state_shape)
         described["state_start"] = "zeros at an episode's start"
     return described
 

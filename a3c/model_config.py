@@ -39,6 +39,18 @@ class ModelConfig:
     use_lstm: bool | None = None
     lstm_cell_size: int | None = None
     max_seq_len: int | None = None
+    use_attention: bool | None = None
+    """A gated transformer-XL memory (``a3c.lib.attention``) in place of the LSTM."""
+    attention_num_transformer_units: int | None = None
+    attention_dim: int | None = None
+    attention_num_heads: int | None = None
+    attention_head_dim: int | None = None
+    attention_memory_inference: int | None = None
+    """The steps each env remembers; the learner reruns from that memory as stored."""
+    attention_memory_training: int | None = None
+    """Accepted where it equals ``attention_memory_inference``: one memory here."""
+    attention_position_wise_mlp_dim: int | None = None
+    attention_init_gru_gate_bias: float | None = None
     custom_model: str | None = None
     """A model of the user's (``a3c.register_model``'s name, or ``module:factory``) giving the
     features the algorithm's own heads read, in place of the MLP over the observation or the conv body."""
@@ -46,10 +58,14 @@ class ModelConfig:
     """What the custom model's factory gets as its ``config``."""
 
 
+ATTENTION_DEFAULTS = {"attention_num_transformer_units": 1, "attention_dim": 64, "attention_num_heads": 1,
+                      "attention_head_dim": 32, "attention_memory_inference": 50, "attention_position_wise_mlp_dim": 32,
+                      "attention_init_gru_gate_bias": 2.0}
+"""RLlib's values for the attention keys not given."""
+
 KEYS = tuple(field.name for field in dataclasses.fields(ModelConfig))
-NOT_YET = ("use_attention", "attention_num_transformer_units", "attention_dim", "attention_num_heads",
-           "attention_head_dim", "attention_memory_inference", "attention_memory_training",
-           "attention_position_wise_mlp_dim", "attention_init_gru_gate_bias")
+NOT_YET = ("attention_use_n_prev_actions", "attention_use_n_prev_rewards", "lstm_use_prev_action",
+           "lstm_use_prev_reward")
 """RLlib's keys that this version reads but cannot build yet: refused by name, not taken for typos."""
 
 
@@ -67,6 +83,15 @@ def check_model(given: Mapping[str, Any] | None) -> ModelConfig:
         values[key] = _checked(key, value)
     if "custom_model_config" in values and "custom_model" not in values:
         raise ConfigError("--model custom_model_config is for a custom_model, and none is given")
+    attention = [key for key in values if key.startswith("attention_")]
+    if attention and not values.get("use_attention"):
+        raise ConfigError(f"--model {attention[0]} is for use_attention, and it is not on")
+    if values.get("use_attention") and values.get("use_lstm"):
+        raise ConfigError("--model use_attention and use_lstm are given both: the memory is one or the other")
+    memory = values.get("attention_memory_inference", ATTENTION_DEFAULTS["attention_memory_inference"])
+    if values.get("attention_memory_training", memory) != memory:
+        raise ConfigError("--model attention_memory_training: the learner reruns from the memory the workers "
+                          "stored, so it is attention_memory_inference here; give one")
     if "custom_model" in values and "conv_filters" in values:
         raise ConfigError("--model custom_model and conv_filters are given both: the custom model reads "
                           "the observation in place of the conv body; give one")
@@ -92,11 +117,15 @@ def _checked(key: str, value: Any) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigError(f"--model custom_model_config must be a JSON object, got {value!r}")
         return dict(value)
-    if key in ("vf_share_layers", "use_lstm"):
+    if key == "attention_init_gru_gate_bias":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"--model attention_init_gru_gate_bias must be a number, got {value!r}")
+        return float(value)
+    if key in ("vf_share_layers", "use_lstm", "use_attention"):
         if not isinstance(value, bool):
             raise ConfigError(f"--model {key} must be true or false, got {value!r}")
         return value
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # lstm_cell_size, max_seq_len
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # sizes, lengths, counts
         raise ConfigError(f"--model {key} must be a whole number >= 1, got {value!r}")
     return value
 
@@ -151,6 +180,12 @@ def apply_model(values: dict[str, Any], family_values: Mapping[str, Any], model_
             raise ConfigError(f"--model {key} and --{name.replace('_', '-')} are given both: give one")
     for key in given & set(MODEL_SETTINGS):
         values[MODEL_SHORTHANDS[key]] = getattr(model, key)
+
+
+def has_memory(settings: Mapping[str, Any]) -> bool:
+    """A run's settings (a Config's fields, or a checkpoint's) give the net a state per env:
+    ``--lstm`` or the model config's ``use_attention``."""
+    return bool(settings.get("lstm")) or bool((settings.get("model") or {}).get("use_attention"))
 
 
 def given_keys(model: ModelConfig) -> set[str]:

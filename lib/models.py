@@ -9,12 +9,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from a3c.lib.attention import GatedTransformerXL
 from a3c.lib.custom_model import CustomFeatures, custom_features
 from a3c.lib.distributions import CATEGORICAL, DiagGaussian, Distribution, MultiCategorical
 from a3c.lib.envs import ATARI_SCREEN_SIZE, SCREEN_SIZES, EnvInfo
 from a3c.lib.normalize import ObservationNormalizer
 from a3c.lib.observations import ImagePart, columns_outside_images
 from a3c.lib.recurrent import RecurrentA2C
+from a3c.model_config import ATTENTION_DEFAULTS
 
 HEADS = ("shared", "separate")
 """How the Atari net's policy and value read the conv features: through one shared hidden
@@ -317,7 +319,8 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     (``mlp_hidden`` units a layer; a Gaussian policy for Box actions, its log-std starting at
     ``log_std_init``; running observation statistics with ``normalize_observations``); with
     ``lstm``, the body under an LSTM cell of ``lstm_cell_size`` units
-    (``a3c.lib.recurrent.RecurrentA2C``; ``heads`` does not apply). Flat rows that hold an env's
+    (``a3c.lib.recurrent.RecurrentA2C``; ``heads`` does not apply), or with the model config's
+    ``use_attention`` under a gated transformer-XL (``a3c.lib.attention``). Flat rows that hold an env's
     images read them through an ``ObservationEncoder`` with ``conv`` bodies first.
 
     ``model`` (RLlib's keys, checked by ``a3c.model_config``) replaces the shorthands where it
@@ -332,20 +335,23 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     else:
         distribution = CATEGORICAL if env_info.action_nvec is None else MultiCategorical(env_info.action_nvec)
     custom = custom_features(env_info, model)
-    if lstm:
+    if lstm or model.get("use_attention"):
+        normalizer = None
         if env_info.atari and custom is None:
             body = AtariFeatures(env_info.observation_shape, conv, filters, hiddens, activation)
-            return RecurrentA2C(body, body.size, env_info.n_actions, lstm_cell_size, distribution,
-                                log_std_init=log_std_init)
-        size = env_info.observation_shape[0]
-        encoder = custom or observation_encoder(env_info, conv, filters)
-        widths = hiddens or [mlp_hidden]
-        layer = hidden_layers(size if encoder is None else encoder.size, widths, activation)
-        init_relu_layers(layer)
-        body = layer if encoder is None else nn.Sequential(encoder, layer)
-        normalizer = observation_normalizer(size, encoder) if normalize_observations else None
-        return RecurrentA2C(body, widths[-1], env_info.n_actions, lstm_cell_size, distribution, normalizer,
-                            log_std_init)
+            features = body.size
+        else:
+            size = env_info.observation_shape[0]
+            encoder = custom or observation_encoder(env_info, conv, filters)
+            widths = hiddens or [mlp_hidden]
+            layer = hidden_layers(size if encoder is None else encoder.size, widths, activation)
+            init_relu_layers(layer)
+            body, features = (layer if encoder is None else nn.Sequential(encoder, layer)), widths[-1]
+            normalizer = observation_normalizer(size, encoder) if normalize_observations else None
+        if lstm:
+            return RecurrentA2C(body, features, env_info.n_actions, lstm_cell_size, distribution, normalizer,
+                                log_std_init)
+        return attention_net(body, features, env_info.n_actions, distribution, normalizer, log_std_init, model)
     if env_info.atari and custom is None:
         if share is not None:
             heads = "shared" if share else "separate"
@@ -353,6 +359,20 @@ def build_net(env_info: EnvInfo, heads: str = "separate", conv: str = "nature",
     return MlpA2C(env_info.observation_shape[0], env_info.n_actions, hiddens or mlp_hidden, distribution,
                   normalize_observations, log_std_init, custom or observation_encoder(env_info, conv, filters),
                   activation, bool(share))
+
+
+def attention_net(body: nn.Module, features: int, n_actions: int, distribution: Distribution,
+                  normalizer: ObservationNormalizer | None, log_std_init: float,
+                  model: Mapping[str, Any]) -> GatedTransformerXL:
+    """The GTrXL over ``body`` as the model config's ``attention_*`` keys (RLlib's values where
+    not given) shape it."""
+    sizes = {**ATTENTION_DEFAULTS, **{key: value for key, value in model.items() if key in ATTENTION_DEFAULTS}}
+    return GatedTransformerXL(body, features, n_actions, distribution, normalizer, log_std_init,
+                              dim=sizes["attention_dim"], units=sizes["attention_num_transformer_units"],
+                              heads=sizes["attention_num_heads"], head_dim=sizes["attention_head_dim"],
+                              memory=sizes["attention_memory_inference"],
+                              mlp_dim=sizes["attention_position_wise_mlp_dim"],
+                              gate_bias=sizes["attention_init_gru_gate_bias"])
 
 
 def forward(net: nn.Module, observations: torch.Tensor,

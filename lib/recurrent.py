@@ -2,7 +2,8 @@
 
 The A3C paper's LSTM agent: the body's features go through one LSTM cell whose output feeds
 a linear policy head and a linear value head. A recurrent state is the cell's (h, c), one
-``(2, cell_size)`` float32 array per env, zero at an episode's start.
+``(2, cell_size)`` float32 array per env, zero at an episode's start (the attention net's,
+``a3c.lib.attention``, is its memory of past steps, handled the same way).
 
 Acting keeps each env's state and writes the state it acted from into every row
 (``recurrent_states``). The learner cannot run rows one at a time as the actor did, so it
@@ -30,53 +31,51 @@ STREAM_STRIDE = 1 << 20
 """Streams of different workers get ids this far apart: worker * STREAM_STRIDE + env index."""
 
 
-class RecurrentA2C(nn.Module):
-    """Body, then an LSTM cell, then linear policy and value heads.
+class RecurrentActorCritic(nn.Module):
+    """Body, then a memory, then linear policy and value heads: what the workers and the
+    learner know of a net with memory (``RecurrentA2C``'s LSTM cell, or
+    ``a3c.lib.attention.GatedTransformerXL``).
 
-    ``body`` maps a batch of observations to features of ``features`` each (a conv net
-    for Atari frames, a layer for vectors). ``forward(observations, state)`` is one step:
-    (policy head, values, next state) with ``state`` of shape (N, 2, cell_size). The
+    ``body`` maps a batch of observations to ``features`` each (a conv net for Atari frames,
+    a layer for vectors). A subclass's ``advance(features, state)`` is the memory's one step,
+    its state one ``state_shape`` float32 array per env, zero at an episode's start.
+    ``forward(observations, state)`` is one step: (policy head, values, next state). The
     policy head's weights start at gain 0.01 so the first policy is near uniform (a
     Gaussian's means near 0, its state-independent log-std at ``log_std_init``).
     """
 
     recurrent = True
+    state_shape: tuple[int, ...]
 
-    def __init__(self, body: nn.Module, features: int, n_actions: int, cell_size: int = 256,
-                 distribution: Distribution = CATEGORICAL, normalizer: ObservationNormalizer | None = None,
-                 log_std_init: float = 0.0):
+    def __init__(self, body: nn.Module, outputs: int, n_actions: int, distribution: Distribution = CATEGORICAL,
+                 normalizer: ObservationNormalizer | None = None, log_std_init: float = 0.0):
         super().__init__()
         self.distribution = distribution
         self.normalizer = normalizer
         self.body = body
-        self.cell_size = cell_size
-        self.cell = nn.LSTMCell(features, cell_size)
-        self.policy = nn.Linear(cell_size, n_actions)
-        self.value = nn.Linear(cell_size, 1)
+        self.policy = nn.Linear(outputs, n_actions)
+        self.value = nn.Linear(outputs, 1)
         nn.init.orthogonal_(self.policy.weight, gain=0.01)
         nn.init.zeros_(self.policy.bias)
-        nn.init.zeros_(self.cell.bias_ih)
-        nn.init.zeros_(self.cell.bias_hh)
         if distribution.continuous:
             self.log_std = nn.Parameter(torch.full((n_actions,), float(log_std_init)))
 
     def initial_state(self, rows: int, device: torch.device | str = "cpu") -> torch.Tensor:
         """Zero states for ``rows`` envs."""
-        return torch.zeros(rows, 2, self.cell_size, device=device)
+        return torch.zeros(rows, *self.state_shape, device=device)
 
     def features(self, observations: torch.Tensor) -> torch.Tensor:
-        """The body's output for each row, before the cell."""
+        """The body's output for each row, before the memory."""
         if self.normalizer is not None:
             observations = self.normalizer(observations.float())
         return self.body(observations)
 
     def advance(self, features: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The cell's output for each row and the next state (float32, whatever autocast does)."""
-        hidden, cell = self.cell(features, (state[:, 0], state[:, 1]))
-        return hidden, torch.stack([hidden, cell], dim=1).float()
+        """The memory's output for each row and the next state (float32, whatever autocast does)."""
+        raise NotImplementedError
 
     def heads(self, outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy head, values) of the cell's outputs."""
+        """(policy head, values) of the memory's outputs."""
         head = self.policy(outputs)
         if self.distribution.continuous:
             head = torch.cat([head, self.log_std.expand_as(head)], dim=-1)
@@ -89,11 +88,31 @@ class RecurrentA2C(nn.Module):
         return head, values, next_state
 
 
+class RecurrentA2C(RecurrentActorCritic):
+    """The A3C paper's LSTM agent: one LSTM cell of ``cell_size`` units over the body's
+    features; its state is the cell's (h, c), ``(2, cell_size)``."""
+
+    def __init__(self, body: nn.Module, features: int, n_actions: int, cell_size: int = 256,
+                 distribution: Distribution = CATEGORICAL, normalizer: ObservationNormalizer | None = None,
+                 log_std_init: float = 0.0):
+        cell = nn.LSTMCell(features, cell_size)  # before the heads: a seed gives the weights it gave
+        super().__init__(body, cell_size, n_actions, distribution, normalizer, log_std_init)
+        self.cell_size = cell_size
+        self.state_shape = (2, cell_size)
+        self.cell = cell
+        nn.init.zeros_(self.cell.bias_ih)
+        nn.init.zeros_(self.cell.bias_hh)
+
+    def advance(self, features: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden, cell = self.cell(features, (state[:, 0], state[:, 1]))
+        return hidden, torch.stack([hidden, cell], dim=1).float()
+
+
 def is_recurrent(net: nn.Module) -> bool:
     return getattr(net, "recurrent", False)
 
 
-def step(net: RecurrentA2C, observations: torch.Tensor, state: torch.Tensor,
+def step(net: RecurrentActorCritic, observations: torch.Tensor, state: torch.Tensor,
          bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One acting step without autograd: (policy head, values) as float32 and the next state."""
     with torch.inference_mode(), torch.autocast(observations.device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -127,11 +146,11 @@ def with_streams(batch: TransitionBatch, worker_id: int | np.ndarray) -> Transit
     return dataclasses.replace(batch, extras={**batch.extras, "streams": streams})
 
 
-def unroll(net: RecurrentA2C, observations: torch.Tensor, stored_states: torch.Tensor, starts: np.ndarray,
+def unroll(net: RecurrentActorCritic, observations: torch.Tensor, stored_states: torch.Tensor, starts: np.ndarray,
            lengths: np.ndarray, bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(policy head, values) of rows in run order (``sequences``), with gradient: each run of
     ``lengths`` steps starts from the stored state of its first row, the state zeroed before
-    every row that ``starts`` an episode. The body runs once over all rows; the cell steps one
+    every row that ``starts`` an episode. The body runs once over all rows; the memory steps one
     time step at a time, every run side by side."""
     device = observations.device
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -142,7 +161,7 @@ def unroll(net: RecurrentA2C, observations: torch.Tensor, stored_states: torch.T
         features = net.features(observations)
         index_t = torch.as_tensor(index, device=device)
         keep = torch.as_tensor(~np.asarray(starts, dtype=bool)[index], dtype=torch.float32,
-                               device=device)[..., None, None]
+                               device=device).reshape(steps, width, *(1 for _ in net.state_shape))
         state = stored_states[index_t[0]].float()
         outputs = []
         for time in range(steps):

@@ -1,6 +1,6 @@
 """An exported policy runs where this package cannot be imported and acts as the trainer
-does: the TorchScript and the ONNX file of a Discrete, a Box, an image and a recurrent policy
-give ``compute_action(greedy=True)``'s actions on 200 observations."""
+does: the TorchScript and the ONNX file of a Discrete, a Box, an image, a recurrent and an
+attention policy give ``compute_action(greedy=True)``'s actions on 200 observations."""
 import json
 import subprocess
 import sys
@@ -46,6 +46,7 @@ CASES = {
     "box": ("Pendulum-v1", {"algo": "ppo"}),
     "image": ("PongNoFrameskip-v4", {"envs_per_process": 2}),
     "recurrent": ("CartPole-v1", {"lstm": True}),
+    "attention": ("CartPole-v1", {"model": {"use_attention": True, "attention_memory_inference": 6}}),
 }
 
 
@@ -65,7 +66,7 @@ def test_an_export_acts_as_compute_action_without_the_package(tmp_path, case):
         while not trainer.train()["done"]:
             pass
         observations = observations_of(trainer._shared.env_info, 200)
-        if settings.get("lstm"):
+        if settings.get("lstm") or "model" in settings:
             expected, state = [], None
             for row in observations:
                 action, state = trainer.compute_action(row, greedy=True, state=state)
@@ -93,6 +94,8 @@ def test_an_export_acts_as_compute_action_without_the_package(tmp_path, case):
         assert described["action_bounds"] == [[-2.0], [2.0]] and described["outputs"][1] == "means, then log-stds"
     if case == "recurrent":
         assert described["inputs"] == ["observations", "state"] and described["state_shape"] == [2, 256]
+    if case == "attention":  # 6 steps remembered, each the body's 128 features and the step's flag
+        assert described["inputs"] == ["observations", "state"] and described["state_shape"] == [6, 129]
 
 
 def test_the_command_exports_a_checkpoint_and_says_what_is_wrong_in_one_line(tmp_path, capsys):

@@ -34,8 +34,8 @@ def layers(module: nn.Module) -> list[str]:
 
 @pytest.mark.parametrize("model, says", [
     ({"fcnet_hidens": [8]}, "--model fcnet_hidens: not a model key; the keys are fcnet_hiddens, "),
-    ({"use_attention": True}, "--model use_attention: not built yet in this version"),
-    ({"attention_dim": 32}, "--model attention_dim: not built yet in this version"),
+    ({"attention_use_n_prev_actions": 1}, "--model attention_use_n_prev_actions: not built yet in this version"),
+    ({"lstm_use_prev_reward": True}, "--model lstm_use_prev_reward: not built yet in this version"),
     ({"fcnet_hiddens": []}, "fcnet_hiddens must be a non-empty list of widths >= 1, got []"),
     ({"fcnet_hiddens": [64, 0]}, "fcnet_hiddens must be a non-empty list of widths >= 1, got [64, 0]"),
     ({"fcnet_hiddens": [True]}, "fcnet_hiddens must be a non-empty list"),
@@ -147,7 +147,7 @@ def test_lstm_keys_are_the_settings_and_a_key_and_its_flag_are_not_both_given():
          "--model fcnet_hiddens: --algo qmix's nets cannot honour it (the keys they take: none yet)"),
         ({"algo": "sac", "env": "Pendulum-v1", "model": {"vf_share_layers": True}},
          "--algo sac's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation, custom_model, custom_model_config)"),
-        ({"model": {"use_lstm": True, "vf_share_layers": False}}, "with an LSTM the policy and the value read one cell")]:
+        ({"model": {"use_lstm": True, "vf_share_layers": False}}, "with an LSTM or attention the policy and the value read one memory")]:
         with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
             make_config(**{"name": "m", "env": "CartPole-v1", **settings})
     recurrent = net_of("a3c", "CartPole-v1", model={"use_lstm": True, "lstm_cell_size": 32, "fcnet_hiddens": [24]})

@@ -1,6 +1,6 @@
-"""Memory (``--lstm``): the state each env keeps while acting, the sequences the learner
-reruns from the stored states, the buffer that makes whole sequences, and the memory task
-that a recurrent policy solves and a feed-forward one cannot."""
+"""Memory (``--lstm``, and attention's where it is the same code): the state each env keeps
+while acting, the sequences the learner reruns from the stored states, the buffer that makes
+whole sequences, and the memory task that a recurrent policy solves and a feed-forward one cannot."""
 from __future__ import annotations
 
 import itertools
@@ -20,20 +20,27 @@ from a3c.lib.models import build_net
 from a3c.lib.recurrent import SequenceBuffer, sequences, unroll, with_streams
 from a3c.play import play
 
+MEMORIES = ["lstm", "attention"]
+SMALL_ATTENTION = {"use_attention": True, "attention_dim": 8, "attention_head_dim": 4, "attention_num_heads": 2,
+                   "attention_memory_inference": 3, "attention_position_wise_mlp_dim": 8}
 
-def small_net(env_id: str = ENV_ID) -> torch.nn.Module:
+
+def small_net(env_id: str = ENV_ID, memory: str = "lstm") -> torch.nn.Module:
     torch.manual_seed(0)
+    if memory == "attention":
+        return build_net(describe_env(env_id), model=SMALL_ATTENTION)
     return build_net(describe_env(env_id), lstm=True, lstm_cell_size=8)
 
 
-def test_unroll_reruns_each_sequence_from_its_stored_state_and_zeroes_it_at_an_episode_start():
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_unroll_reruns_each_sequence_from_its_stored_state_and_zeroes_it_at_an_episode_start(memory):
     """Stream 0 steps rows 0, 2, 4, 6, 7 (row 2 starts an episode); stream 1 rows 1, 3, 5.
     With sequences of 2, stream 0 runs [0, 2], [4, 6], [7] and stream 1 [1, 3], [5]: the
     state is zeroed before row 2 inside its run, and row 7 starts from its own stored state
     (a cut, not an episode's start)."""
-    net = small_net()
+    net = small_net(memory=memory)
     observations = torch.rand(8, 3)
-    stored = torch.randn(8, 2, 8)
+    stored = torch.randn(8, *net.state_shape)
     stored[2] = 0.0
     starts = np.array([False, False, True, False, False, False, False, False])
     streams = np.array([0, 1, 0, 1, 0, 1, 0, 0])
@@ -51,15 +58,16 @@ def test_unroll_reruns_each_sequence_from_its_stored_state_and_zeroes_it_at_an_e
                 expected_heads[row], expected_values[row] = row_head[0], row_value[0]
     torch.testing.assert_close(head, torch.stack([expected_heads[row] for row in order.tolist()]))
     torch.testing.assert_close(values, torch.stack([expected_values[row] for row in order.tolist()]))
-    head.sum().backward()  # the gradient reaches the cell through every step of a run
-    assert net.cell.weight_hh.grad.abs().sum() > 0
+    head.sum().backward()  # the gradient reaches the memory through every step of a run
+    step_to_step = net.cell.weight_hh if memory == "lstm" else net.units[0].key_value.weight
+    assert step_to_step.grad.abs().sum() > 0
 
 
-def check_stored_states(env_id: str, steps: int, env_config: dict | None = None) -> int:
+def check_stored_states(env_id: str, steps: int, env_config: dict | None = None, memory: str = "lstm") -> int:
     """Steps an actor with a recurrent net and checks every row's stored state: zero where
     the row starts an episode, else the state the previous row of its env led to. Returns how
     many episode starts after the first it saw."""
-    net = small_net(env_id)
+    net = small_net(env_id, memory)
     actor = VectorActor(EnvRecipe(env_id, env_config=env_config), num_envs=2, reward_steps=1, gamma=0.9, net=net,
                         policy_version=lambda: 0, seed=3, send_log_probs=True)
     rows = []
@@ -87,11 +95,12 @@ def check_stored_states(env_id: str, steps: int, env_config: dict | None = None)
     return later_starts
 
 
-@pytest.mark.parametrize(("env_id", "env_config"), [
-    (ENV_ID, {"delay": 2}),  # SAME_STEP autoreset: the next observation starts the episode
-    ("CartPole-v1", None)])  # NEXT_STEP: a reset step, with no row, comes between
-def test_the_actor_keeps_each_envs_state_and_zeroes_it_where_an_episode_starts(env_id, env_config):
-    assert check_stored_states(env_id, 60, env_config) >= 2
+@pytest.mark.parametrize(("env_id", "env_config", "memory"), [
+    (ENV_ID, {"delay": 2}, "lstm"),  # SAME_STEP autoreset: the next observation starts the episode
+    ("CartPole-v1", None, "lstm"),  # NEXT_STEP: a reset step, with no row, comes between
+    (ENV_ID, {"delay": 2}, "attention")])
+def test_the_actor_keeps_each_envs_state_and_zeroes_it_where_an_episode_starts(env_id, env_config, memory):
+    assert check_stored_states(env_id, 60, env_config, memory) >= 2
 
 
 def rows(stream: int, steps: list[int], ends: list[bool]) -> TransitionBatch:
@@ -141,13 +150,14 @@ def test_ppo_with_lstm_solves_the_memory_task_and_plays_and_acts_with_its_state(
     assert np.mean([episode.reward for episode in played]) >= 0.8
 
 
-@pytest.mark.parametrize("mode", ["data", "grads"])
-def test_a3c_with_lstm_trains_in_both_modes(tmp_path, mode):
-    with Trainer(env=ENV_ID, lstm=True, mode=mode, logdir=str(tmp_path), lstm_cell_size=16, seq_len=5,
-                 stop_reward=2.0) as trainer:
-        before = trainer.net.cell.weight_hh.detach().clone()
+@pytest.mark.parametrize("mode, memory", [("data", "lstm"), ("grads", "lstm"), ("grads", "attention")])
+def test_a3c_with_memory_trains_in_both_modes(tmp_path, mode, memory):
+    shape = {"lstm": True, "lstm_cell_size": 16} if memory == "lstm" else {"model": SMALL_ATTENTION}
+    with Trainer(env=ENV_ID, mode=mode, logdir=str(tmp_path), seq_len=5, stop_reward=2.0, **shape) as trainer:
+        step_to_step = trainer.net.cell.weight_hh if memory == "lstm" else trainer.net.units[0].key_value.weight
+        before = step_to_step.detach().clone()
         result = trainer.train(frames=1_000)
-        assert result["frames"] >= 1_000 and not torch.equal(trainer.net.cell.weight_hh, before)
+        assert result["frames"] >= 1_000 and not torch.equal(step_to_step, before)
 
 
 def test_a3c_with_lstm_on_vector_envs_scales_its_rewards_unless_told_not_to():
@@ -159,6 +169,7 @@ def test_a3c_with_lstm_on_vector_envs_scales_its_rewards_unless_told_not_to():
     assert not make_config(env="CartPole-v1").scale_rewards
     assert not make_config(env="PongNoFrameskip-v4", lstm=True).scale_rewards  # clipped rewards already
     assert not make_config(env="CartPole-v1", algo="ppo", lstm=True).scale_rewards
+    assert make_config(env="CartPole-v1", model={"use_attention": True}).scale_rewards  # a memory as well
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm
-from a3c.model_config import KEYS, check_conv_filters
+from a3c.model_config import KEYS, check_conv_filters, has_memory
 from a3c.options import ConfigError, Preset, option
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class ActorCriticSettings:
     lstm: bool = option("an LSTM cell after the net's body: workers keep each env's state, the learner "
                         "reruns sequences of --seq-len steps from the states they stored", False)
     lstm_cell_size: int = option("units of the LSTM cell (--lstm)", 256, at_least=1)
-    seq_len: int = option("--lstm: steps of each sequence the learner backpropagates through (at "
+    seq_len: int = option("--lstm or attention: steps of each sequence the learner backpropagates through (at "
                           "least the steps a policy must remember across; A3C on Atari: 5, so that its "
                           "batches of whole sequences hold many envs' rows)", None, at_least=1, family=True)
 
@@ -94,8 +94,9 @@ class ActorCritic(Algorithm):
                               "to [0, 1] in the net")
         if config.mlp_hidden != ActorCriticPreset.mlp_hidden and atari:
             raise ConfigError("--mlp-hidden is for vector observations; the Atari net's width comes with --conv")
-        if config.lstm and (config.model or {}).get("vf_share_layers") is False:
-            raise ConfigError("--model vf_share_layers false: with an LSTM the policy and the value read one cell")
+        if has_memory(vars(config)) and (config.model or {}).get("vf_share_layers") is False:
+            raise ConfigError("--model vf_share_layers false: with an LSTM or attention the policy and the value "
+                              "read one memory")
 
     def saved_net_shape(self, saved: Mapping[str, Any]) -> dict[str, Any]:
         """The net-shaping settings the net has a use for: the cell's size only where it has
@@ -111,12 +112,13 @@ class ActorCritic(Algorithm):
         return shape
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
-        if config.lstm and env_info.agents:
-            raise ConfigError("--lstm is for single-agent envs: an agent that finishes early would leave "
+        memory = "--lstm" if config.lstm else "--model use_attention"
+        if has_memory(vars(config)) and env_info.agents:
+            raise ConfigError(f"{memory} is for single-agent envs: an agent that finishes early would leave "
                               "gaps in its env's sequences")
-        if config.lstm and env_info.action_mask is not None:
-            raise ConfigError(f"{config.env_id}'s observations carry an action_mask, which --lstm's nets do not "
-                              "read yet: leave out --lstm (--frame-stack N gives memory)")
+        if has_memory(vars(config)) and env_info.action_mask is not None:
+            raise ConfigError(f"{config.env_id}'s observations carry an action_mask, which {memory}'s nets do not "
+                              f"read yet: leave out {memory} (--frame-stack N gives memory)")
         if config.log_std_init != ActorCriticPreset.log_std_init and not env_info.continuous:
             raise ConfigError(f"--log-std-init is for Box actions; {config.env_id}'s are not")
         check_conv_filters(config, env_info)
@@ -134,7 +136,7 @@ class ActorCritic(Algorithm):
             return payload
         from a3c.lib.columns import Column
 
-        return payload.with_columns([Column("recurrent_states", "float32", (2, net.cell_size))])
+        return payload.with_columns([Column("recurrent_states", "float32", tuple(net.state_shape))])
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.lib.models import build_net

@@ -301,7 +301,7 @@ class Trainer:
                        state: np.ndarray | None = None) -> int | np.ndarray | tuple[int | np.ndarray, np.ndarray]:
         """The action for one raw env observation, in this process (no worker involved). On a
         multi-agent env: ``agent``'s action for its own observation, or without ``agent`` one
-        action per agent for the joint observation that ``play`` steps. With ``lstm``: the
+        action per agent for the joint observation that ``play`` steps. With memory (``lstm``, attention): the
         action and the next state, ``state`` being the last call's (None: an episode's start).
         With ``frame_stack``: the stacked observation, as ``a3c.lib.envs.make_env(env,
         frame_stack=N)`` gives it (a stacked image also as an image, its frames as channels)."""
@@ -310,7 +310,7 @@ class Trainer:
         check_observation_size(self._shared.env_info, self.config.frame_stack, observation)
         recurrent = is_recurrent(self.net)
         if state is not None and not recurrent:
-            raise ValueError("state is for a recurrent policy (lstm=True)")
+            raise ValueError("state is for a policy with memory (lstm=True, or the model config's use_attention)")
         raw_space = self._shared.env_info.raw_observation_space
         action, next_state = act_once(self.net, self.algorithm, flattened(raw_space, observation),
                                       None if state is None else torch.as_tensor(state)[None], greedy)

@@ -20,6 +20,7 @@ from a3c.algos.a3c.settings import (
 )
 from a3c.algos.actor_critic import ActorCritic
 from a3c.algos.base import Outbox, Sender
+from a3c.model_config import has_memory
 from a3c.options import CORES, ConfigError
 from a3c.schedules import parse_lr_schedule
 
@@ -55,7 +56,7 @@ class A3C(ActorCritic):
             preset = ATARI_PRESET if atari else VECTOR_PRESET
         if values.get("mode") == "grads":
             preset = grads_layout(preset, CORES, atari)
-        if values.get("lstm") and not atari:  # the cell serves both heads: keep the values small
+        if has_memory(values) and not atari:  # the memory serves both heads: keep the values small
             preset = dataclasses.replace(preset, scale_rewards=True)
         return dataclasses.asdict(preset)
 
@@ -106,7 +107,7 @@ class A3C(ActorCritic):
         """Rows carry the acting log-probabilities for the importance weights, and the sequence
         columns that come with them for ``--lstm``."""
         return {**super().acting_options(config, worker_id), "return_lambda": config.return_lambda,
-                "send_log_probs": importance_weighted(config) or config.lstm}
+                "send_log_probs": importance_weighted(config) or has_memory(vars(config))}
 
     def make_sender(self, config: Config, net: nn.Module, policy_version: Callable[[], int],
                     outbox: Outbox) -> Sender | None:
