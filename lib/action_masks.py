@@ -38,12 +38,17 @@ class ActionMasked(nn.Module):
 
     def forward(self, observations: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         head, second, *others = self.net(observations, *rest)
-        offset, size = self.columns
-        valid = observations[:, offset:offset + size] > 0.5
-        head = head.float().masked_fill(~valid, MASKED)
+        head = self.mask(head, observations)
         if self.q_values:
             second = head.max(dim=-1).values
         return (head, second, *others)
+
+    def mask(self, head: torch.Tensor, observations: torch.Tensor) -> torch.Tensor:
+        """``head`` (float32) with each row's masked actions at ``MASKED``; ``observations`` are
+        the rows it was computed from (a recurrent learner's rerun masks its heads this way)."""
+        offset, size = self.columns
+        valid = observations[:, offset:offset + size] > 0.5
+        return head.float().masked_fill(~valid, MASKED)
 
 
 def masked_any(head: torch.Tensor) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from a3c.lib.action_masks import ActionMasked
 from a3c.lib.batch import TransitionBuffer
 from a3c.lib.distributions import CATEGORICAL, Distribution
 from a3c.lib.experience import TransitionBatch
@@ -146,7 +147,7 @@ def with_streams(batch: TransitionBatch, worker_id: int | np.ndarray) -> Transit
     return dataclasses.replace(batch, extras={**batch.extras, "streams": streams})
 
 
-def unroll(net: RecurrentActorCritic, observations: torch.Tensor, stored_states: torch.Tensor, starts: np.ndarray,
+def unroll(net: RecurrentActorCritic | ActionMasked, observations: torch.Tensor, stored_states: torch.Tensor, starts: np.ndarray,
            lengths: np.ndarray, bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(policy head, values) of rows in run order (``sequences``), with gradient: each run of
     ``lengths`` steps starts from the stored state of its first row, the state zeroed before
@@ -170,6 +171,8 @@ def unroll(net: RecurrentActorCritic, observations: torch.Tensor, stored_states:
         flat = torch.stack(outputs).reshape(steps * width, -1)
         taken = np.concatenate([np.arange(length) * width + column for column, length in enumerate(lengths)])
         head, values = net.heads(flat[torch.as_tensor(taken, device=device)])
+    if isinstance(net, ActionMasked):  # the heads read the memory's outputs: the rows hold the mask
+        head = net.mask(head, observations)
     return head.float(), values.float()
 
 

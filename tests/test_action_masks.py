@@ -4,6 +4,7 @@ ones only, and A3C, PPO and DQN learning an env that raises on any invalid actio
 import math
 import tempfile
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -11,11 +12,11 @@ from torch import nn
 from a3c import Trainer
 from a3c.algos import get_algorithm
 from a3c.algos.dqn.exploration import epsilon_greedy
-from a3c.config import ConfigError, make_config
+from a3c.config import make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
 from a3c.lib.envs import EnvError, describe_env
-from a3c.preflight import preflight
+from a3c.lib.recurrent import is_recurrent, unroll
 
 MASKED_ENV = "tests.toy_envs:MaskedChoice-v0"
 METHOD_ENV = "tests.toy_envs:MaskedChoiceMethod-v0"
@@ -76,17 +77,36 @@ def test_the_mask_is_found_in_the_flattened_row_and_checked():
     config = make_config(name="m", env=MASKED_ENV, algo="dqn")
     net = get_algorithm("dqn").build_net(info, vars(config))
     assert isinstance(net, ActionMasked) and net.q_values and net.head is net.net.head  # attributes read through
-    with pytest.raises(ConfigError, match="carry an action_mask, which --lstm's nets do not read yet"):
-        preflight(make_config(name="m", env=MASKED_ENV, lstm=True))
+
+
+@pytest.mark.parametrize("memory", [{"lstm": True, "lstm_cell_size": 8}, {"model": {"use_attention": True}}])
+def test_a_recurrent_learners_rerun_masks_as_the_workers_step_did(memory):
+    """The recurrent learner reruns the body, the memory and the heads apart (lib/recurrent.py's
+    unroll), not the masked net's forward: its heads must be masked all the same."""
+    info = describe_env(MASKED_ENV)
+    torch.manual_seed(0)
+    net = get_algorithm("ppo").build_net(info, vars(make_config(name="m", env=MASKED_ENV, algo="ppo", **memory)))
+    assert isinstance(net, ActionMasked) and is_recurrent(net)
+    observations = torch.rand(4, 8).round()  # masks and one-hot targets of 0s and 1s
+    observations[:, 0] = 1.0  # each row allows action 0 at least
+    head, _ = unroll(net, observations, net.initial_state(4), np.array([True, False, False, False]), np.array([4]))
+    state, expected = net.initial_state(1), []
+    with torch.no_grad():
+        for row in observations:
+            step_head, _, state = net(row[None], state)
+            expected.append(step_head[0])
+    torch.testing.assert_close(head, torch.stack(expected))
+    assert ((head <= MASKED) == (observations[:, :4] < 0.5)).all()
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("algo, env, frames", [("a3c", MASKED_ENV, 20_000), ("ppo", MASKED_ENV, 8_000),
-                                               ("dqn", MASKED_ENV, 12_000), ("ppo", METHOD_ENV, 8_000)])
-def test_a_masked_env_is_learned_without_an_invalid_action(algo, env, frames):
+@pytest.mark.parametrize("algo, env, frames, settings", [
+    ("a3c", MASKED_ENV, 20_000, {}), ("ppo", MASKED_ENV, 8_000, {}), ("dqn", MASKED_ENV, 12_000, {}),
+    ("ppo", METHOD_ENV, 8_000, {}), ("ppo", MASKED_ENV, 8_000, {"lstm": True})])
+def test_a_masked_env_is_learned_without_an_invalid_action(algo, env, frames, settings):
     # the env raises on an invalid action: one would end the run with the worker's crash
     with Trainer(env=env, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=frames,
-                 logdir=tempfile.mkdtemp(), name="m", stop_reward=1e9, seed=1) as trainer:
+                 logdir=tempfile.mkdtemp(), name="m", stop_reward=1e9, seed=1, **settings) as trainer:
         while not (result := trainer.train())["done"]:
             pass
         assert result["reason"] == "frame_budget", result.get("message")

@@ -116,9 +116,6 @@ class ActorCritic(Algorithm):
         if has_memory(vars(config)) and env_info.agents:
             raise ConfigError(f"{memory} is for single-agent envs: an agent that finishes early would leave "
                               "gaps in its env's sequences")
-        if has_memory(vars(config)) and env_info.action_mask is not None:
-            raise ConfigError(f"{config.env_id}'s observations carry an action_mask, which {memory}'s nets do not "
-                              f"read yet: leave out {memory} (--frame-stack N gives memory)")
         if config.log_std_init != ActorCriticPreset.log_std_init and not env_info.continuous:
             raise ConfigError(f"--log-std-init is for Box actions; {config.env_id}'s are not")
         check_conv_filters(config, env_info)
