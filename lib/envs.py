@@ -305,10 +305,7 @@ def describe_env(env_id: str, screen_size: int | None = None, env_config: Mappin
             f"conv nets Atari frames or uint8 images of 0-255 (height, width, channels, or channels "
             f"first) at least {MIN_IMAGE_SIDE} pixels a side, with fewer channels"
         )
-    mask = mask_columns(raw_space)
-    if mask is not None and frame_stack > 1:
-        raise EnvError(f"{env_id}'s observations carry an action_mask, which --frame-stack would stack: "
-                       "not read yet; leave out --frame-stack")
+    mask = mask_columns(raw_space, frame_stack)
     if mask is not None and (box_actions or mask[1] != (sum(nvec) if nvec else action_space.n)):
         raise EnvError(f"{env_id}'s action_mask has {mask[1]} values; it needs one per action of its "
                        f"{type(action_space).__name__} action space (Discrete or MultiDiscrete)")

@@ -183,15 +183,18 @@ def flattened(raw_space: gym.Space | None, observation: Any) -> np.ndarray:
 MASK_KEY = "action_mask"
 
 
-def mask_columns(space: gym.Space | None) -> tuple[int, int] | None:
+def mask_columns(space: gym.Space | None, frames: int = 1) -> tuple[int, int] | None:
     """Where a Dict observation's ``action_mask`` lies in its flattened row (gymnasium's
-    flattening, the Dict's order): (offset, size); None where there is none."""
+    flattening, the Dict's order): (offset, size); None where there is none. Of ``frames``
+    stacked observations (``StackedObservations``, whose mask part holds every frame's, oldest
+    first), the current one's: the last."""
     if not isinstance(space, gym.spaces.Dict) or MASK_KEY not in space.spaces:
         return None
     offset = 0
     for key, part in space.spaces.items():
         if key == MASK_KEY:
-            return offset, gym.spaces.flatdim(part)
+            size = gym.spaces.flatdim(part) // frames
+            return offset + (frames - 1) * size, size
         offset += gym.spaces.flatdim(part)
     return None
 
@@ -230,7 +233,8 @@ def random_valid_action(env: gym.Env, observation: Any) -> Any:
         mask = env.get_wrapper_attr("action_masks")()
     else:
         return space.sample()
-    allowed = np.asarray(mask).reshape(-1).astype(np.int8)
+    actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
+    allowed = np.asarray(mask).reshape(-1)[-actions:].astype(np.int8)  # stacked: the current observation's
     if isinstance(space, gym.spaces.MultiDiscrete):
         return space.sample(mask=tuple(np.split(allowed, np.cumsum(space.nvec)[:-1])))
     return space.sample(mask=allowed)

@@ -15,7 +15,7 @@ from a3c.algos.dqn.exploration import epsilon_greedy
 from a3c.config import make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
-from a3c.lib.envs import EnvError, describe_env
+from a3c.lib.envs import describe_env
 from a3c.lib.recurrent import is_recurrent, unroll
 
 MASKED_ENV = "tests.toy_envs:MaskedChoice-v0"
@@ -72,8 +72,9 @@ def test_the_mask_is_found_in_the_flattened_row_and_checked():
     info = describe_env(MASKED_ENV)
     assert info.action_mask == (0, 4)  # gymnasium flattens a Dict in sorted key order: action_mask first
     assert describe_env(METHOD_ENV).action_mask == (0, 4)  # action_masks() put into the observation
-    with pytest.raises(EnvError, match="carry an action_mask, which --frame-stack would stack"):
-        describe_env(MASKED_ENV, frame_stack=2)
+    # stacked, the mask part holds each frame's, oldest first: the net reads the current one's
+    assert describe_env(MASKED_ENV, frame_stack=3).action_mask == (8, 4)
+    assert describe_env(METHOD_ENV, frame_stack=2).action_mask == (4, 4)
     config = make_config(name="m", env=MASKED_ENV, algo="dqn")
     net = get_algorithm("dqn").build_net(info, vars(config))
     assert isinstance(net, ActionMasked) and net.q_values and net.head is net.net.head  # attributes read through
@@ -102,7 +103,8 @@ def test_a_recurrent_learners_rerun_masks_as_the_workers_step_did(memory):
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("algo, env, frames, settings", [
     ("a3c", MASKED_ENV, 20_000, {}), ("ppo", MASKED_ENV, 8_000, {}), ("dqn", MASKED_ENV, 12_000, {}),
-    ("ppo", METHOD_ENV, 8_000, {}), ("ppo", MASKED_ENV, 8_000, {"lstm": True})])
+    ("ppo", METHOD_ENV, 8_000, {}), ("ppo", MASKED_ENV, 8_000, {"lstm": True}),
+    ("dqn", MASKED_ENV, 12_000, {"frame_stack": 2})])
 def test_a_masked_env_is_learned_without_an_invalid_action(algo, env, frames, settings):
     # the env raises on an invalid action: one would end the run with the worker's crash
     with Trainer(env=env, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=frames,
