@@ -101,19 +101,17 @@ def test_a_recurrent_learners_rerun_masks_as_the_workers_step_did(memory):
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("algo, env, frames, settings", [
-    ("a3c", MASKED_ENV, 20_000, {}), ("ppo", MASKED_ENV, 8_000, {}), ("dqn", MASKED_ENV, 12_000, {}),
-    ("ppo", METHOD_ENV, 8_000, {}), ("ppo", MASKED_ENV, 8_000, {"lstm": True}),
-    ("dqn", MASKED_ENV, 12_000, {"frame_stack": 2})])
-def test_a_masked_env_is_learned_without_an_invalid_action(algo, env, frames, settings):
-    # the env raises on an invalid action: one would end the run with the worker's crash
-    with Trainer(env=env, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=frames,
-                 logdir=tempfile.mkdtemp(), name="m", stop_reward=1e9, seed=1, **settings) as trainer:
+@pytest.mark.parametrize("algo, env, settings", [
+    ("a3c", MASKED_ENV, {}), ("ppo", MASKED_ENV, {}), ("dqn", MASKED_ENV, {}), ("ppo", METHOD_ENV, {}),
+    ("ppo", MASKED_ENV, {"lstm": True}), ("dqn", MASKED_ENV, {"frame_stack": 2})])
+def test_a_masked_env_is_learned_without_an_invalid_action(algo, env, settings):
+    # the env raises on an invalid action: one would end the run with the worker's crash; random
+    # play among the valid actions earns about 4.7 of 10, the target each step 10
+    with Trainer(env=env, algo=algo, backend="serial", processes=1, envs_per_process=8, max_frames=40_000,
+                 logdir=tempfile.mkdtemp(), name="m", stop_reward=8.0, seed=1, **settings) as trainer:
         while not (result := trainer.train())["done"]:
             pass
-        assert result["reason"] == "frame_budget", result.get("message")
-        # random play among the valid actions earns about 4 of 10; the target each step, 10
-        assert result["episode_reward_mean"] >= 8.0, result
+        assert result["reason"] == "solved", result.get("message")
         assert isinstance(trainer.net, ActionMasked)
 
 

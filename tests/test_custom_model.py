@@ -176,11 +176,12 @@ def test_the_command_line_refuses_a_broken_model_in_one_line_with_exit_2(tmp_pat
 
 @pytest.mark.timeout(180)
 def test_a_dict_observation_model_trains_acts_and_exports(tmp_path):
-    """SideImage's camera read by the user's conv body, two spawned workers; the checkpoint
-    names the model by module, so play's compute_action and the export build it again."""
+    """SideImage's camera read by the user's conv body (in this process: the spawned workers'
+    copy is the test above's); the checkpoint names the model by module, so play's
+    compute_action and the export build it again."""
     model = {"custom_model": "tests.custom_models:CameraAndSpeed"}
-    with Trainer(env="tests.toy_envs:SideImage-v0", algo="ppo", processes=2, envs_per_process=4, logdir=str(tmp_path),
-                 name="side", model=model, seed=1) as trainer:
+    with Trainer(env="tests.toy_envs:SideImage-v0", algo="ppo", backend="serial", processes=1, envs_per_process=8,
+                 logdir=str(tmp_path), name="side", model=model, seed=1) as trainer:
         result = {"episode_reward_mean": 0.0, "frames": 0}
         while result["episode_reward_mean"] < 9.0 and result["frames"] < 150_000:
             result = trainer.train(frames=5000)
