@@ -182,6 +182,14 @@ def apply_model(values: dict[str, Any], family_values: Mapping[str, Any], model_
         values[MODEL_SHORTHANDS[key]] = getattr(model, key)
 
 
+def mlp_shape(settings: Mapping[str, Any], default: int) -> tuple[int | tuple[int, ...], str]:
+    """An algorithm's MLPs' hidden widths and activation from a run's settings: the model
+    config's ``fcnet_hiddens`` and ``fcnet_activation`` where given, else two layers of
+    ``default`` units and ReLU."""
+    model = settings.get("model") or {}
+    return model.get("fcnet_hiddens") or default, model.get("fcnet_activation", "relu")
+
+
 def has_memory(settings: Mapping[str, Any]) -> bool:
     """A run's settings (a Config's fields, or a checkpoint's) give the net a state per env:
     ``--lstm`` or the model config's ``use_attention``."""

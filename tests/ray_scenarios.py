@@ -234,15 +234,16 @@ def cluster_runs(logdir: Path) -> dict:
             seen["nodes_at_start"] = nodes(trainer)
             kill_group(second)
             second = None
-            best_after_loss = -1.0
-            while not (result := trainer.train(seconds=2))["done"]:  # until solved and replaced
-                best_after_loss = max(best_after_loss, result["episode_reward_mean"] or -1.0)
+            replaced_at = None  # the frames when every replacement had sent
+            while not (result := trainer.train(seconds=2))["done"]:  # until replaced and trained on
                 restarted = [worker for worker, count in enumerate(trainer._pool._incarnations) if count]
                 seen["replacements_sent_from"] = [nodes(trainer)[worker] for worker in restarted]
-                if best_after_loss >= 475 and restarted and None not in seen["replacements_sent_from"]:
-                    break
-            seen["after_node_loss"] = {"best_mean_reward": best_after_loss, **{key: result[key] for key in (
-                "reason", "worker_restarts", "frames")}}
+                if restarted and None not in seen["replacements_sent_from"]:
+                    replaced_at = replaced_at or result["frames"]
+                    if result["frames"] >= replaced_at + 4000:
+                        break
+            seen["after_node_loss"] = {"steps_since_loss": result["policy_version"] - first["policy_version"],
+                                       **{key: result[key] for key in ("reason", "worker_restarts", "frames")}}
             seen["head_node"] = head_node
             seen["frames_before_loss"] = first["frames"]
         print("cluster:", json.dumps(seen), file=sys.stderr, flush=True)

@@ -116,6 +116,26 @@ def test_dqn_sac_and_td3_take_the_widths_and_the_activation():
         assert [layers(critic) for critic in net.critics] == [["Linear(4, 64)", "SiLU", "Linear(64, 1)"]] * 2
 
 
+def test_the_multi_agent_nets_take_the_widths_and_the_activation():
+    model = {"fcnet_hiddens": [16, 8], "fcnet_activation": "tanh"}
+
+    def built(algo: str, **settings) -> nn.Module:
+        config = make_config(name="m", env="TwoStepGame", algo=algo, **settings)
+        return get_algorithm(algo).build_net(describe_env("TwoStepGame", global_state=algo == "mappo"), vars(config))
+
+    # an agent's own row: the state's 3-way one-hot and its 2-way index; 2 actions each
+    tanh_policy = ["Linear(5, 16)", "Tanh", "Linear(16, 8)", "Tanh", "Linear(8, 2)"]
+    assert layers(built("mappo", model=model).nets["agent_0"].policy) == tanh_policy
+    maddpg = built("maddpg", model=model)
+    assert layers(maddpg.actors.nets["agent_0"]) == tanh_policy
+    # a critic reads both agents' rows and actions: 2 * (5 + 2)
+    assert layers(maddpg.critics[0]) == ["Linear(14, 16)", "Tanh", "Linear(16, 8)", "Tanh", "Linear(8, 1)"]
+    assert layers(built("qmix", model=model).agent_q) == tanh_policy
+    # the defaults: the layers these nets had before the model config (MAPPO's 128, QMIX's 64)
+    assert layers(built("mappo").nets["agent_0"].policy)[:3] == ["Linear(5, 128)", "ReLU", "Linear(128, 128)"]
+    assert layers(built("qmix").agent_q)[:3] == ["Linear(5, 64)", "ReLU", "Linear(64, 64)"]
+
+
 def test_conv_filters_build_the_conv_body_and_are_refused_where_they_cannot_be():
     net = net_of("a3c", "PongNoFrameskip-v4", model={"conv_filters": [[16, [8, 8], 4], [32, [4, 4], 2]],
                                                       "fcnet_hiddens": [256]})
@@ -143,8 +163,8 @@ def test_lstm_keys_are_the_settings_and_a_key_and_its_flag_are_not_both_given():
     for settings, says in [
         ({"mlp_hidden": 64, "model": {"fcnet_hiddens": [8]}}, "--model fcnet_hiddens and --mlp-hidden are given both"),
         ({"seq_len": 5, "model": {"max_seq_len": 7}}, "--model max_seq_len and --seq-len are given both"),
-        ({"algo": "qmix", "env": "TwoStepGame", "model": {"fcnet_hiddens": [8]}},
-         "--model fcnet_hiddens: --algo qmix's nets cannot honour it (the keys they take: none yet)"),
+        ({"algo": "qmix", "env": "TwoStepGame", "model": {"use_lstm": True}},
+         "--model use_lstm: --algo qmix's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation)"),
         ({"algo": "sac", "env": "Pendulum-v1", "model": {"vf_share_layers": True}},
          "--algo sac's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation, custom_model, custom_model_config)"),
         ({"model": {"use_lstm": True, "vf_share_layers": False}}, "with an LSTM or attention the policy and the value read one memory")]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import JointRowsAlgorithm
 from a3c.algos.maddpg.settings import PRESET, MADDPGSettings
+from a3c.model_config import mlp_shape
 from a3c.options import ConfigError
 
 if TYPE_CHECKING:
@@ -34,11 +35,12 @@ class MADDPG(JointRowsAlgorithm):
 
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """Actors per ``--policies`` and a critic per agent, in one module."""
-        from a3c.algos.maddpg.nets import MADDPGNet
+        from a3c.algos.maddpg.nets import HIDDEN, MADDPGNet
         from a3c.lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
-        return MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies)
+        return MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies,
+                         *mlp_shape(settings, HIDDEN))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> MADDPGLearner:

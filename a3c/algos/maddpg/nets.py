@@ -22,9 +22,10 @@ class Actor(nn.Module):
     """An agent's policy: logits from its own observation. Returns (logits, zeros) so that it
     acts like the actor-critic nets (``a3c.lib.models.evaluate``)."""
 
-    def __init__(self, observation_size: int, n_actions: int):
+    def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = HIDDEN,
+                 activation: str = "relu"):
         super().__init__()
-        self.policy = mlp(observation_size, n_actions, HIDDEN)
+        self.policy = mlp(observation_size, n_actions, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy(observations.float())
@@ -33,16 +34,19 @@ class Actor(nn.Module):
 
 class MADDPGNet(nn.Module):
     """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them) and one critic
-    per agent, Q_i(every observation, every action). ``forward`` is the actors': what the
-    workers act with."""
+    per agent, Q_i(every observation, every action), their MLPs ``hidden`` wide with ``activation``
+    (the model config's ``fcnet_hiddens`` and ``fcnet_activation``). ``forward`` is the actors':
+    what the workers act with."""
 
-    def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str]):
+    def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str],
+                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu"):
         super().__init__()
         agents = len(agent_policies)
         self.agents, self.n_actions = agents, n_actions
-        self.actors = PolicyMap({name: Actor(observation_size, n_actions) for name in dict.fromkeys(agent_policies)},
-                                agent_policies)
-        self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1, HIDDEN) for _ in range(agents))
+        self.actors = PolicyMap({name: Actor(observation_size, n_actions, hidden, activation)
+                                 for name in dict.fromkeys(agent_policies)}, agent_policies)
+        self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1, hidden, activation)
+                                     for _ in range(agents))
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.actors(observations)

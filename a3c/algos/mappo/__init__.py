@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import require_agents
 from a3c.algos.ppo import PPO
+from a3c.model_config import mlp_shape
 from a3c.options import ConfigError
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ class MAPPO(PPO):
     summary = ("PPO with a centralised critic on a multi-agent env: each agent's policy on its own "
                "observation, the value on every agent's")
     central_critic = True
-    model_keys = frozenset()
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation"})
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
@@ -42,4 +43,4 @@ class MAPPO(PPO):
         from a3c.algos.mappo.nets import CentralCriticMlp
 
         own = env_info.observation_shape[0] - env_info.global_state_size
-        return CentralCriticMlp(own, env_info.global_state_size, env_info.n_actions)
+        return CentralCriticMlp(own, env_info.global_state_size, env_info.n_actions, *mlp_shape(settings, 128))

@@ -1,8 +1,12 @@
 """MAPPO's net: each agent's policy on its own observation, the value on every agent's."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
+
+from a3c.lib.models import mlp
 
 
 class CentralCriticMlp(nn.Module):
@@ -10,15 +14,15 @@ class CentralCriticMlp(nn.Module):
     features of a row) and a value MLP on the whole row, whose front holds every agent's
     observation (``a3c.lib.multiagent.with_global_state``): MAPPO's centralised critic. A row of
     ``own_size`` features alone (acting outside the workers: play, ``compute_action``) gets
-    the policy and zeros for values, which acting does not read."""
+    the policy and zeros for values, which acting does not read. ``hidden`` and ``activation``
+    are the model config's ``fcnet_hiddens`` and ``fcnet_activation`` (two layers of 128, ReLU)."""
 
-    def __init__(self, own_size: int, global_size: int, n_actions: int, hidden: int = 128):
+    def __init__(self, own_size: int, global_size: int, n_actions: int, hidden: int | Sequence[int] = 128,
+                 activation: str = "relu"):
         super().__init__()
         self.own_size = own_size
-        self.policy = nn.Sequential(nn.Linear(own_size, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                    nn.Linear(hidden, n_actions))
-        self.value = nn.Sequential(nn.Linear(global_size + own_size, hidden), nn.ReLU(), nn.Linear(hidden, hidden),
-                                   nn.ReLU(), nn.Linear(hidden, 1))
+        self.policy = mlp(own_size, n_actions, hidden, activation)
+        self.value = mlp(global_size + own_size, 1, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         observations = observations.float()

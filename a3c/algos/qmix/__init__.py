@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from a3c.algos.joint import JointRowsAlgorithm
 from a3c.algos.qmix.settings import PRESET, QMIXSettings
+from a3c.model_config import mlp_shape
 from a3c.options import ConfigError
 from a3c.schedules import parse_epsilon_schedule
 
@@ -40,7 +41,7 @@ class QMIX(JointRowsAlgorithm):
         from a3c.algos.qmix.nets import QMIXNet
 
         return QMIXNet(env_info.observation_shape[0], env_info.n_actions, len(env_info.agents),
-                       settings.get("mixing_embed") or 32)
+                       settings.get("mixing_embed") or 32, *mlp_shape(settings, 64))
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         from a3c.algos.dqn.acting import ScheduledEpsilonGreedy

@@ -10,18 +10,23 @@ row's whole content); in the two-step game that is the state itself, which its
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from a3c.lib.models import mlp
+
 
 class AgentQ(nn.Module):
-    """Q-values of each action from one agent's observation: two hidden layers of 64."""
+    """Q-values of each action from one agent's observation: two hidden layers of 64, or the
+    model config's ``fcnet_hiddens`` with its ``fcnet_activation``."""
 
-    def __init__(self, observation_size: int, n_actions: int, hidden: int = 64):
+    def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = 64,
+                 activation: str = "relu"):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(observation_size, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, n_actions))
+        self.net = mlp(observation_size, n_actions, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return self.net(observations.float())
@@ -56,10 +61,11 @@ class QMIXNet(nn.Module):
     """The agents' shared Q-network and the mixer. As an acting net it maps observations to
     Q-values (the head an epsilon-greedy chooser reads) and zeros for values."""
 
-    def __init__(self, observation_size: int, n_actions: int, agents: int, embed: int = 32):
+    def __init__(self, observation_size: int, n_actions: int, agents: int, embed: int = 32,
+                 hidden: int | Sequence[int] = 64, activation: str = "relu"):
         super().__init__()
         self.agents, self.n_actions = agents, n_actions
-        self.agent_q = AgentQ(observation_size, n_actions)
+        self.agent_q = AgentQ(observation_size, n_actions, hidden, activation)
         self.mixer = Mixer(agents, agents * observation_size, embed)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

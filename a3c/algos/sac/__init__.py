@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from a3c.algos.base import Algorithm, shown_value
 from a3c.algos.replay_learner import check_replay_fits
 from a3c.algos.sac.settings import PRESET, SACSettings
+from a3c.model_config import mlp_shape
 from a3c.options import ConfigError
 
 if TYPE_CHECKING:
@@ -69,10 +70,10 @@ class SAC(Algorithm):
         return max(1, round(2 * config.batch_size / config.replay_ratio))
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from a3c.algos.sac.nets import SACNet, SquashedGaussian
+        from a3c.algos.sac.nets import HIDDEN, SACNet, SquashedGaussian
 
         distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
-        return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings),
+        return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings, HIDDEN),
                       features_maker(env_info, settings))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
@@ -91,12 +92,3 @@ def features_maker(env_info: EnvInfo, settings: Mapping[str, Any]) -> Callable[[
     from a3c.lib.custom_model import custom_features
 
     return lambda: custom_features(env_info, model)
-
-
-def mlp_shape(settings: Mapping[str, Any]) -> tuple[int | list[int], str]:
-    """The actor's and critics' hidden widths and activation: the model config's where it gives
-    them, the paper's two layers of 256 ReLU units otherwise."""
-    from a3c.algos.sac.nets import HIDDEN
-
-    model = settings.get("model") or {}
-    return model.get("fcnet_hiddens") or HIDDEN, model.get("fcnet_activation", "relu")

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from a3c.algos.sac import SAC, features_maker, mlp_shape
+from a3c.algos.sac import SAC, features_maker
 from a3c.algos.td3.settings import PRESET, TD3Settings
+from a3c.model_config import mlp_shape
 
 if TYPE_CHECKING:
     import torch
@@ -35,13 +36,13 @@ class TD3(SAC):
         return {**super().acting_options(config, worker_id), "uniform_until_learning": True}
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        from a3c.algos.sac.nets import ActorAndTwinCritics
+        from a3c.algos.sac.nets import HIDDEN, ActorAndTwinCritics
         from a3c.lib.distributions import NoisyDeterministic
 
         distribution = NoisyDeterministic(env_info.n_actions, env_info.action_low, env_info.action_high,
                                           noise=settings["exploration_noise"])
         return ActorAndTwinCritics(env_info.observation_shape[0], distribution, env_info.n_actions,
-                                   *mlp_shape(settings), features_maker(env_info, settings))
+                                   *mlp_shape(settings, HIDDEN), features_maker(env_info, settings))
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> TD3Learner:
