@@ -120,17 +120,20 @@ class EpisodeCallbacks:
         self._call("on_episode_step", episode)
 
     def postprocess(self, batch: Any) -> None:
-        """``on_postprocess_trajectory`` on a batch of rows before it is sent, as RLlib's
-        (``postprocessed_batch``: a ``SampleBatchView`` whose columns may be assigned)."""
+        """``on_postprocess_trajectory``, then ``on_sample_end``, on a batch of rows before it
+        is sent, as RLlib's rollout workers call them (``postprocessed_batch`` and ``samples``:
+        a ``SampleBatchView`` whose columns may be assigned)."""
         view = SampleBatchView(batch)
-        for callback in self.callbacks:
-            try:
-                call_hook(callback.on_postprocess_trajectory, {
-                    "worker": self.worker, "episode": None, "agent_id": 0, "policy_id": "default_policy",
-                    "policies": None, "postprocessed_batch": view, "original_batches": {}})
-            except Exception as exc:
-                raise CallbackError(f"{type(callback).__name__}.on_postprocess_trajectory raised in worker "
-                                    f"{self.worker_index}:\n{traceback.format_exc()}") from exc
+        for hook, arguments in (("on_postprocess_trajectory", {
+                "worker": self.worker, "episode": None, "agent_id": 0, "policy_id": "default_policy",
+                "policies": None, "postprocessed_batch": view, "original_batches": {}}),
+                ("on_sample_end", {"worker": self.worker, "samples": view})):
+            for callback in self.callbacks:
+                try:
+                    call_hook(getattr(callback, hook), arguments)
+                except Exception as exc:
+                    raise CallbackError(f"{type(callback).__name__}.{hook} raised in worker "
+                                        f"{self.worker_index}:\n{traceback.format_exc()}") from exc
 
     def end(self, env_index: int) -> Episode:
         """Call ``on_episode_end``; the finished episode, whose metrics the learner gets."""

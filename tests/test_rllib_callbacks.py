@@ -28,11 +28,11 @@ class NotesStyle(a3c.Callback):
         episode.custom_metrics["has_id"] = float(isinstance(episode.episode_id, int))
         episode.custom_metrics["worker"] = float(worker.worker_index)
 
-    def on_sample_end(self, *, worker, samples, **kwargs):
-        self.samples = getattr(self, "samples", 0) + 1
+    def on_sample_end(self, *, worker, samples, **kwargs):  # in the worker: a failing assert ends the run
+        assert samples.count == len(samples["rewards"]) > 0 and worker.worker_index in (0, 1)
 
     def on_train_result(self, *, trainer, result, **kwargs):
-        result["notes_saw"] = self.samples
+        result["notes_saw"] = True
 
 
 class OldStyle(a3c.Callback):
@@ -68,7 +68,7 @@ def test_callbacks_given_as_rllib_users_give_them_run_with_rllibs_signatures(tmp
     metrics = result["custom_metrics"]
     assert metrics["steps_seen_mean"] == 5.0 and metrics["last_t_max"] == 5.0  # the env's own info
     assert metrics["has_id_min"] == 1.0 and metrics["worker_max"] == 1.0  # both workers' episodes
-    assert result["notes_saw"] > 0
+    assert result["notes_saw"]
     assert result.get("old_saw") is (True if given is not NotesStyle else None)
 
 
@@ -127,19 +127,27 @@ class ShapedReward(a3c.Callback):
         postprocessed_batch["rewards"] = postprocessed_batch["rewards"] + 1000.0
 
 
-class LearnerSees(a3c.Callback):
-    def __init__(self):
-        self.rewards = []
+class SampleEndMarks(a3c.Callback):
+    """Runs after ``ShapedReward``'s postprocessing, on the same rows, in the worker."""
 
-    def on_sample_end(self, trainer, samples):
-        self.rewards.extend(samples.batch.rewards.tolist())
+    def on_sample_end(self, *, worker, samples, **kwargs):
+        assert min(samples["rewards"]) >= 1000.0  # the postprocessing came first
+        samples["rewards"] = np.full(samples.count, -7.0)
 
 
 @pytest.mark.parametrize("backend", ["serial", "mp"])
 def test_a_reward_shaped_in_the_workers_postprocessing_is_the_one_the_learner_gets(tmp_path, backend):
-    seen = LearnerSees()
     with Trainer(env=INFO_COUNTING, backend=backend, logdir=str(tmp_path), stop_reward=1e9,
-                 callbacks=[ShapedReward, seen]) as trainer:
+                 callbacks=[ShapedReward, SampleEndMarks]) as trainer:
+        trainer.train(frames=1)  # the run starts
+        learner, seen = trainer._run.learner, []
+        consume = learner.consume
+
+        def recorded(message, frame):  # what reaches the learner, seen at its door
+            seen.extend(message.batch.rewards.tolist())
+            return consume(message, frame)
+
+        learner.consume = recorded
         result = trainer.train(frames=500)
-    assert seen.rewards and min(seen.rewards) >= 1000.0  # every row the learner got was shaped
+    assert seen and set(seen) == {-7.0}  # every row the learner got since: shaped, then marked
     assert result["episode_reward_mean"] == 15.0  # the episodes' returns stay the env's own

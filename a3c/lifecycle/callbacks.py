@@ -7,9 +7,10 @@ keyword arguments (``episode``: a ``a3c.lib.episodes.Episode`` with ``user_data`
 ``env``, ``env_index``, ``worker_index``; take ``**kwargs`` for the rest). What
 ``on_episode_end`` puts in ``episode.custom_metrics`` reaches the result (``NAME_mean``,
 ``_min``, ``_max`` over the last 100 episodes), TensorBoard and progress.jsonl;
-``hist_data`` becomes TensorBoard histograms. In the learner, with the trainer, which can log
-its own scalars (``trainer.log_scalar``), stop the run (``trainer.request_stop``) or give the
-envs a new task (``trainer.set_env_task``): ``on_episode_result``, ``on_sample_end``,
+``hist_data`` becomes TensorBoard histograms; ``on_postprocess_trajectory`` and
+``on_sample_end`` get each batch of rows before it is sent. In the learner, with the trainer,
+which can log its own scalars (``trainer.log_scalar``), stop the run (``trainer.request_stop``)
+or give the envs a new task (``trainer.set_env_task``): ``on_episode_result``,
 ``on_learn_on_batch``, ``on_train_result`` and ``on_checkpoint``. An exception in a callback,
 in a worker as in the learner, ends the run: workers stopped, checkpoint saved, the
 exception (with a worker's traceback) raised from ``train()``.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from a3c.lifecycle.trainer import Trainer
 
 
-CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end", "on_postprocess_trajectory")
+CHILD_HOOKS = ("on_episode_start", "on_episode_step", "on_episode_end", "on_postprocess_trajectory", "on_sample_end")
 
 
 class Callback:
@@ -49,12 +50,14 @@ class Callback:
         reads as RLlib's SampleBatch, and assigning a column (``["rewards"]``) changes what
         the learner trains on (the rows as the algorithm sends them: A3C's n-step sums)."""
 
+    def on_sample_end(self, *, worker: Any, samples: Any, **kwargs: Any) -> None:
+        """Right after ``on_postprocess_trajectory``, on the same rows (``samples``, with
+        ``samples.count``), as RLlib's rollout worker ends a sample; in the worker."""
+
     # in the learner
     def on_episode_result(self, trainer: Trainer, episode: EpisodeResult) -> None:
         """The learner got a finished episode: its return, length and custom metrics."""
 
-    def on_sample_end(self, trainer: Trainer, samples: Any) -> None:
-        """The learner got a worker's message of rows (``samples``, as its payload decoded it)."""
 
     def on_learn_on_batch(self, trainer: Trainer, result: dict[str, Any]) -> None:
         """The learner took an optimizer step; ``result`` has its figures by name."""
@@ -87,7 +90,7 @@ def load_callbacks(spec: str) -> list[Callback]:
     return loaded
 
 
-LEARNER_HOOKS = ("on_episode_result", "on_sample_end", "on_learn_on_batch", "on_train_result", "on_checkpoint")
+LEARNER_HOOKS = ("on_episode_result", "on_learn_on_batch", "on_train_result", "on_checkpoint")
 
 
 class FunctionCallbacks(Callback):

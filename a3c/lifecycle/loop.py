@@ -134,9 +134,6 @@ class EventLoop:
         run = self.run
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step
-        for callback in self.callbacks:
-            call_hook(callback.on_sample_end, {"trainer": self.trainer, "algorithm": self.trainer, "worker": None,
-                                               "samples": message}, (self.trainer, message))
         for stats in run.learner.consume(message, run.counters.frames):
             for callback in self.callbacks:
                 figures = dataclasses.asdict(stats)
