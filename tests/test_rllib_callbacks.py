@@ -135,19 +135,28 @@ class SampleEndMarks(a3c.Callback):
         samples["rewards"] = np.full(samples.count, -7.0)
 
 
-@pytest.mark.parametrize("backend", ["serial", "mp"])
-def test_a_reward_shaped_in_the_workers_postprocessing_is_the_one_the_learner_gets(tmp_path, backend):
-    with Trainer(env=INFO_COUNTING, backend=backend, logdir=str(tmp_path), stop_reward=1e9,
-                 callbacks=[ShapedReward, SampleEndMarks]) as trainer:
-        trainer.train(frames=1)  # the run starts
-        learner, seen = trainer._run.learner, []
-        consume = learner.consume
+class LearnerSees(a3c.Callback):
+    """RLlib's on_learn_on_batch: the rows each optimizer step trained on."""
 
-        def recorded(message, frame):  # what reaches the learner, seen at its door
-            seen.extend(message.batch.rewards.tolist())
-            return consume(message, frame)
+    def __init__(self):
+        self.counts, self.rewards, self.actions = [], [], []
 
-        learner.consume = recorded
-        result = trainer.train(frames=500)
-    assert seen and set(seen) == {-7.0}  # every row the learner got since: shaped, then marked
-    assert result["episode_reward_mean"] == 15.0  # the episodes' returns stay the env's own
+    def on_learn_on_batch(self, *, policy, train_batch, result, **kwargs):
+        self.counts.append(train_batch.count)
+        self.rewards.extend(train_batch["rewards"].tolist())
+        self.actions.extend(train_batch["actions"].tolist())
+
+
+@pytest.mark.parametrize("algo, backend", [("a3c", "serial"), ("a3c", "mp"), ("ppo", "serial"), ("dqn", "serial")])
+def test_a_reward_shaped_in_the_workers_is_the_one_the_learners_steps_train_on(tmp_path, algo, backend):
+    seen = LearnerSees()
+    with Trainer(env=INFO_COUNTING, algo=algo, backend=backend, logdir=str(tmp_path), stop_reward=1e9,
+                 callbacks=[ShapedReward, SampleEndMarks, seen],
+                 learning_starts=200 if algo == "dqn" else None) as trainer:
+        result = trainer.train(frames=1000)
+        config = trainer.config
+    assert seen.counts and set(seen.rewards) == {-7.0}  # shaped, then marked: every row every step trained on
+    assert set(seen.actions) <= {0, 1} and result["episode_reward_mean"] == 15.0  # returns stay the env's own
+    rows = (config.envs_per_process * config.processes * config.rollout_length // config.minibatches
+            if algo == "ppo" else config.batch_size)  # a minibatch of a rollout, or a batch
+    assert set(seen.counts) == {rows}, (seen.counts[:5], rows)

@@ -72,7 +72,8 @@ class AlgorithmLearner(Protocol):
         through ``reporter``."""
 
     def consume(self, message: Any, frame: int) -> list[Any]:
-        """One message of the workers, as the algorithm's payload decodes it: the steps it led to.
+        """One message of the workers, as the algorithm's payload decodes it: the steps it led
+        to, each ``trained_on`` the rows it trained on where it had them.
         ``frame`` is the trainer's count of env frames with this message's counted (a
         resumed run's from its checkpoint), for schedules that follow the frames."""
 
@@ -214,6 +215,22 @@ class Algorithm:
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> AlgorithmLearner:
         raise NotImplementedError
+
+
+def trained_on(stats: Any, rows: TransitionBatch | Callable[[], TransitionBatch]) -> Any:
+    """``stats`` (one step's figures) with the rows the step trained on, which
+    ``on_learn_on_batch`` gets as ``train_batch`` (``train_batch_of``). An attribute beside the
+    dataclass's fields, so the figures never hold it; a callable is called only when a
+    callback asks (PPO cuts its minibatch's rows out then)."""
+    object.__setattr__(stats, "_train_batch", rows)
+    return stats
+
+
+def train_batch_of(stats: Any) -> TransitionBatch | None:
+    """The rows ``trained_on`` gave ``stats``; None where the step had none (A3C's grads
+    mode: the rows stayed in the workers)."""
+    rows = getattr(stats, "_train_batch", None)
+    return rows() if callable(rows) else rows
 
 
 def shown_value(value: Any) -> str:

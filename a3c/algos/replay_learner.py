@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from a3c.algos.base import trained_on
 from a3c.options import ConfigError, option
 
 if TYPE_CHECKING:
@@ -141,12 +142,12 @@ class ReplaySteps:
             figures, td_errors = self.learner.step(batch, weights)
             self.replay.update_priorities(slots, td_errors)
             self.sampled += self.batch_size
-            steps.append(self.stats_type(
+            steps.append(trained_on(self.stats_type(
                 **figures, importance_weight=float(weights.mean()), beta=beta,
                 replay_size=len(self.replay),
                 priority_mean=self.replay.priorities.total / len(self.replay),
                 policy_lag=float(self.learner.policy_version - message.batch.policy_versions.mean())
-                if message.batch.policy_versions is not None else None))
+                if message.batch.policy_versions is not None else None), batch))
         return steps
 
 

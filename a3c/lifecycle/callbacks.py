@@ -60,7 +60,10 @@ class Callback:
 
 
     def on_learn_on_batch(self, trainer: Trainer, result: dict[str, Any]) -> None:
-        """The learner took an optimizer step; ``result`` has its figures by name."""
+        """The learner took an optimizer step; ``result`` has its figures by name. Taken as
+        RLlib's ``(*, policy, train_batch, result, **kwargs)``: ``train_batch`` holds the rows
+        the step trained on, as a SampleBatch (None in A3C's grads mode, whose rows stay in
+        the workers)."""
 
     def on_train_result(self, trainer: Trainer, result: dict[str, Any]) -> None:
         """``train()`` is about to return ``result``; changes to it are returned too."""

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from a3c.algos.base import train_batch_of
+from a3c.lib.episodes import SampleBatchView
 from a3c.lib.hook_call import call_hook
 from a3c.lib.trackers import MeanTracker, ProgressReporter
 from a3c.lifecycle.callbacks import Callback
@@ -135,11 +137,14 @@ class EventLoop:
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step
         for stats in run.learner.consume(message, run.counters.frames):
+            if self.callbacks:
+                rows = train_batch_of(stats)
+                train_batch = None if rows is None else SampleBatchView(rows)
             for callback in self.callbacks:
                 figures = dataclasses.asdict(stats)
                 call_hook(callback.on_learn_on_batch, {
                     "trainer": self.trainer, "algorithm": self.trainer, "policy": self.trainer.net,
-                    "result": figures}, (self.trainer, figures))
+                    "train_batch": train_batch, "result": figures}, (self.trainer, figures))
             self._log_step(stats)
             step_means.add(stats)
             self.load.trained(stats.policy_lag, getattr(stats, "policy_entropy", None))

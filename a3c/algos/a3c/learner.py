@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 from a3c.algos.a3c.acting import loss_settings
 from a3c.algos.a3c.gradients import LossStats, batch_loss, loss_gradients
 from a3c.algos.a3c.loss import LossSettings, LossTerms
+from a3c.algos.base import trained_on
 from a3c.algos.optimizer import clip_and_step, decayed, make_adam, new_version_counter, set_lr
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.normalize import observe
@@ -220,7 +221,7 @@ class TransitionSteps:
         self.buffer.add(batch)
         steps = []
         while (batch := self.buffer.pop_batch()) is not None:
-            steps.extend(self.learner.step(batch) for _ in range(self.current_passes()))
+            steps.extend(trained_on(self.learner.step(batch), batch) for _ in range(self.current_passes()))
         return steps
 
 

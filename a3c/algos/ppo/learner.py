@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from a3c.algos.base import trained_on
 from a3c.algos.optimizer import clip_and_step, decayed, make_adam, set_lr
 from a3c.algos.ppo.loss import PPOLossSettings, ppo_loss
 from a3c.lib.advantages import continues, gae, next_values, sequence_order, vtrace
@@ -67,6 +68,8 @@ class Rollout:
     vtrace_rho: float | None
     policy_lag: float | None
     recurrent: RecurrentRows | None = None
+    batch: TransitionBatch | None = None
+    """The rows, in the same order, for ``on_learn_on_batch``'s ``train_batch``."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -181,7 +184,7 @@ class PPOLearner:
         return Rollout(states, actions, torch.as_tensor(batch.log_probs).to(self.device),
                        torch.as_tensor(advantages).to(self.device), torch.as_tensor(values).to(self.device),
                        torch.as_tensor(targets).to(self.device), explained_variance(values, targets), rho, lag,
-                       recurrent)
+                       recurrent, batch)
 
     def train(self, rollout: Rollout) -> list[PPOStepStats]:
         """``epochs`` passes, each over every row once, in ``minibatches`` random parts (of
@@ -195,11 +198,11 @@ class PPOLearner:
 
     def _step(self, rollout: Rollout, part: np.ndarray) -> PPOStepStats:
         """One minibatch: ``part`` names its rows, or a recurrent net's runs."""
+        taken = part if rollout.recurrent is None else rollout.recurrent.rows(part)
+        rows = torch.as_tensor(taken).to(self.device)
         if rollout.recurrent is None:
-            rows = torch.as_tensor(part).to(self.device)
             head, values = forward(self.net, rollout.states[rows], self.config.bf16)
         else:
-            rows = torch.as_tensor(rollout.recurrent.rows(part)).to(self.device)
             head, values = rollout.recurrent.unroll(self.net, rollout.states, part, self.config.bf16)
         terms = ppo_loss(head, values, rollout.actions[rows], rollout.behaviour_log_probs[rows],
                          rollout.advantages[rows], rollout.old_values[rows], rollout.targets[rows],
@@ -208,10 +211,11 @@ class PPOLearner:
         terms.total.backward()
         grad_norm = clip_and_step(self.net, self.optimizer, self.config.clip_grad, float(terms.total.detach()),
                                   self.version_counter)
-        return PPOStepStats(float(terms.total.detach()), float(terms.policy.detach()), float(terms.value.detach()),
-                            float(terms.entropy.detach()), terms.policy_entropy, terms.approx_kl,
-                            terms.clip_fraction, grad_norm, rollout.explained_variance, rollout.vtrace_rho,
-                            rollout.policy_lag)
+        stats = PPOStepStats(float(terms.total.detach()), float(terms.policy.detach()), float(terms.value.detach()),
+                             float(terms.entropy.detach()), terms.policy_entropy, terms.approx_kl,
+                             terms.clip_fraction, grad_norm, rollout.explained_variance, rollout.vtrace_rho,
+                             rollout.policy_lag)
+        return stats if rollout.batch is None else trained_on(stats, lambda: rollout.batch[taken])
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
         """The learning rate and entropy bonus; every other figure is a step's (``PPOStepStats``)."""
