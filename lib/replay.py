@@ -293,14 +293,15 @@ class ReplayBuffer:
     def _slots_oldest_first(self) -> np.ndarray:
         return (self._oldest + np.arange(self.size)) % self.capacity
 
-    def sample(self, batch_size: int, beta: float,
-               rng: np.random.Generator) -> tuple[TransitionBatch, np.ndarray, np.ndarray]:
+    def sample(self, batch_size: int, beta: float, rng: np.random.Generator,
+               by_priority: bool = True) -> tuple[TransitionBatch, np.ndarray, np.ndarray]:
         """``batch_size`` transitions, their slots and importance weights (all ones when
-        uniform). Prioritized draws are stratified: one from each of ``batch_size`` equal
-        parts of the total priority."""
+        uniform: not ``prioritized``, or not ``by_priority`` for now, while the priorities
+        are still kept). Prioritized draws are stratified: one from each of ``batch_size``
+        equal parts of the total priority."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        if self.prioritized:
+        if self.prioritized and by_priority:
             total = self.priorities.total
             bounds = np.arange(batch_size) * (total / batch_size)
             slots = self.priorities.find(bounds + rng.random(batch_size) * (total / batch_size))

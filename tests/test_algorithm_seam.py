@@ -57,7 +57,7 @@ class ReinforceLearner:
     def begin(self, writer, frame, restored, reporter) -> None:
         writer.add_scalar("reinforce/begun", 1.0, frame)
 
-    def consume(self, message, frame: int) -> list[ReinforceStats]:
+    def consume(self, message, frame: int, episodes: int = 0) -> list[ReinforceStats]:
         self.frames_handed.append((message.transitions, frame))
         batch = message.batch
         bootstrap = torch.as_tensor(batch.last_values) * self.gamma ** torch.as_tensor(batch.steps)

@@ -40,7 +40,7 @@ class StampCheckingLearner(A3CLearner):
         self.rows_wrong = 0
         self.workers_seen: set[int] = set()
 
-    def consume(self, message, frame: int):
+    def consume(self, message, frame: int, episodes: int = 0):
         expected, received = stamps(message.batch), message.batch.extras
         right = (np.isclose(received["stamp"], expected["stamp"]).all(axis=1)
                  & (received["reward_x2"] == expected["reward_x2"]) & (received["reward_x2"].dtype == np.float64))

@@ -163,6 +163,29 @@ def test_the_logged_replay_ratio_is_the_last_intervals_not_the_runs():
     assert ratios == [(1.0, 10), (0.5, 20)]  # the run's total, 150 / 200, would say 0.75
 
 
+def test_the_replay_is_sampled_uniformly_until_the_episodes_given_then_by_priority():
+    """The Double-DQN notes' agent: uniform draws for its first 30 episodes, then prioritized;
+    the priorities are kept all along, so the switch draws by them at once."""
+    from a3c.algos.dqn.learner import DQNLearner
+    from a3c.config import make_config
+    from a3c.lib.envs import describe_env
+
+    config = make_config(env="CartPole-v1", algo="dqn", learning_starts=8, batch_size=8, replay_ratio=4.0,
+                         prioritized_from_episodes=30, priority_beta=1.0)
+    torch.manual_seed(0)
+    dqn = DQNLearner(config, MlpQ(4, 2), torch.zeros((), dtype=torch.int64), describe_env("CartPole-v1"))
+    dqn.begin(Scalars(), 0, None, Reporter())
+    wide = TransitionBatch.from_columns({**rows(16).columns(), "states": np.tile(rows(16).states, 2),
+                                         "last_states": np.tile(rows(16).last_states, 2)})
+    before = dqn.consume(Transitions(0, wide), 16, episodes=29)
+    assert before and all(step.importance_weight == 1.0 for step in before)  # uniform: every weight 1
+    assert len(set(dqn.replay.priorities.get(np.arange(16)).tolist())) > 1  # yet the TD errors were kept
+    after = dqn.consume(Transitions(0, wide), 32, episodes=30)
+    assert after and all(step.importance_weight < 1.0 for step in after)  # by priority: (N P)^-1 / max
+    with pytest.raises(ConfigError, match="--prioritized-from-episodes switches to prioritized replay"):
+        make_config(env="CartPole-v1", algo="dqn", prioritized_from_episodes=30, prioritized=False)
+
+
 def test_a_non_finite_td_loss_is_refused_before_the_weights_change():
     from a3c.algos.optimizer import NonFiniteLoss
 

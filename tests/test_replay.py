@@ -103,6 +103,17 @@ def test_importance_weights_follow_beta_by_hand_for_unequal_priorities():
         assert np.allclose(weights, [1.0, 3.0 ** -beta, 3.0 ** -beta, 3.0 ** -beta])
 
 
+def test_a_prioritized_buffer_sampled_uniformly_for_now_ignores_its_priorities():
+    buffer = ReplayBuffer(2, (1,), "float32", alpha=1.0)
+    buffer.add(transitions(0, 2))
+    buffer.update_priorities(np.array([0, 1]), np.array([1.0, 3.0]) - buffer.priority_eps)
+    rng = np.random.default_rng(0)
+    draws = [buffer.sample(4, beta=1.0, rng=rng, by_priority=False) for _ in range(2_000)]
+    assert all((weights == 1.0).all() for _, _, weights in draws)
+    share = np.mean(np.concatenate([slots for _, slots, _ in draws]) == 1)
+    assert abs(share - 0.5) < 0.02  # by priority it would be 3/4
+
+
 def test_prioritized_sampling_follows_priority_to_the_alpha():
     buffer = ReplayBuffer(3, (1,), "float32", alpha=0.5)
     buffer.add(transitions(0, 3))

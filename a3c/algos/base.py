@@ -71,11 +71,12 @@ class AlgorithmLearner(Protocol):
         from ``restored`` where the checkpoint holds it; say what a person should know
         through ``reporter``."""
 
-    def consume(self, message: Any, frame: int) -> list[Any]:
+    def consume(self, message: Any, frame: int, episodes: int = 0) -> list[Any]:
         """One message of the workers, as the algorithm's payload decodes it: the steps it led
         to, each ``trained_on`` the rows it trained on where it had them.
-        ``frame`` is the trainer's count of env frames with this message's counted (a
-        resumed run's from its checkpoint), for schedules that follow the frames."""
+        ``frame`` is the trainer's count of env frames with this message's counted, and
+        ``episodes`` of the episodes ended so far (a resumed run's from its checkpoint), for
+        schedules that follow them."""
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:
         """Figures logged once a report interval."""

@@ -125,6 +125,9 @@ class ReplaySteps:
         self.received = 0
         self.sampled = 0
         self.rng = np.random.default_rng(seed)
+        self.by_priority = True
+        """False: the buffer is sampled uniformly for now (its owner's switch, DQN's
+        ``--prioritized-from-episodes``)."""
 
     def beta(self) -> float:
         progress = min(1.0, self.learner.policy_version / max(1, self.beta_steps))
@@ -138,7 +141,7 @@ class ReplaySteps:
         steps = []
         while self.sampled + self.batch_size <= self.replay_ratio * self.received:
             beta = self.beta()
-            batch, slots, weights = self.replay.sample(self.batch_size, beta, self.rng)
+            batch, slots, weights = self.replay.sample(self.batch_size, beta, self.rng, self.by_priority)
             figures, td_errors = self.learner.step(batch, weights)
             self.replay.update_priorities(slots, td_errors)
             self.sampled += self.batch_size
@@ -186,7 +189,7 @@ class UniformReplayLearner:
                                  config.learning_starts, beta=1.0, beta_steps=1, seed=config.seed,
                                  stats_type=self.stats_type)
 
-    def consume(self, message: Transitions, frame: int) -> list[Any]:
+    def consume(self, message: Transitions, frame: int, episodes: int = 0) -> list[Any]:
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:

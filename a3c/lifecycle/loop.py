@@ -136,7 +136,7 @@ class EventLoop:
         run = self.run
         run.counters.transitions += message.transitions
         run.counters.frames += message.transitions * run.env_info.frames_per_step
-        for stats in run.learner.consume(message, run.counters.frames):
+        for stats in run.learner.consume(message, run.counters.frames, run.counters.episodes):
             if self.callbacks:
                 rows = train_batch_of(stats)
                 train_batch = None if rows is None else SampleBatchView(rows)

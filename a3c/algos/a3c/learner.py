@@ -277,7 +277,7 @@ class A3CLearner:
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """Nothing to make: the workers feed the learner directly."""
 
-    def consume(self, message: Transitions | Gradients, frame: int) -> list[StepStats]:
+    def consume(self, message: Transitions | Gradients, frame: int, episodes: int = 0) -> list[StepStats]:
         """The steps of ``message``, at the learning rate and entropy bonus ``frame`` sets
         (``--lr-decay-frames``, ``--entropy-decay-frames``)."""
         self.learner.frames = frame

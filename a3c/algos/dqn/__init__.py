@@ -49,6 +49,9 @@ class DQN(Algorithm):
             parse_epsilon_schedule(config.epsilon_schedule)
         except ValueError as error:
             raise ConfigError(f"--epsilon-schedule {config.epsilon_schedule!r}: {error}") from None
+        if config.prioritized_from_episodes and not config.prioritized:
+            raise ConfigError("--prioritized-from-episodes switches to prioritized replay, which --no-prioritized "
+                              "turns off")
         if config.learning_starts > config.replay_size:
             raise ConfigError(f"--learning-starts {config.learning_starts:,} is above --replay-size "
                               f"{config.replay_size:,}: the buffer would never hold enough to learn")

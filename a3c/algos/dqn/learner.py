@@ -147,7 +147,10 @@ class DQNLearner:
             writer.add_scalar(f"train/epsilon_{name}", float(value), frame)
         self._log_scheduled_epsilon(writer, frame)
 
-    def consume(self, message: Transitions, frame: int) -> list[QStepStats]:
+    def consume(self, message: Transitions, frame: int, episodes: int = 0) -> list[QStepStats]:
+        """The steps of ``message``: uniform samples while fewer than
+        ``--prioritized-from-episodes`` episodes have ended, by priority from then on."""
+        self.steps.by_priority = episodes >= self.config.prioritized_from_episodes
         return self.steps.consume(message)
 
     def log_interval(self, writer: SummaryWriter, frame: int) -> None:

@@ -18,6 +18,9 @@ class DQNSettings(ExplorationSettings):
     double: bool = option("dqn: Double-DQN targets (the online net chooses, the target net "
                           "evaluates)", True)
     prioritized: bool = option("dqn: prioritized replay by TD error (else uniform)", True)
+    prioritized_from_episodes: int = option("dqn: sample uniformly until this many episodes have ended, then "
+                                            "by priority (the priorities are kept from the start; the "
+                                            "Double-DQN notes' agent switches at 30)", 0, at_least=0)
     priority_alpha: float = option("dqn: priority exponent alpha", 0.6, at_least=0.0)
     priority_beta: float = option("dqn: importance-sampling exponent beta at the start, annealed "
                                   "to 1", 0.4, at_least=0.0, at_most=1.0)

@@ -137,7 +137,7 @@ class PPOLearner:
     def begin(self, writer: SummaryWriter, frame: int, restored: dict | None, reporter: Reporter) -> None:
         """Nothing to make: the workers feed the rollout directly."""
 
-    def consume(self, message: Transitions, frame: int) -> list[PPOStepStats]:
+    def consume(self, message: Transitions, frame: int, episodes: int = 0) -> list[PPOStepStats]:
         """Holds the rows; a full rollout is trained on at the learning rate and entropy bonus
         ``frame`` sets (``--lr-decay-frames``, ``--entropy-decay-frames``)."""
         self._parts.append((message.worker_id, message.batch))
