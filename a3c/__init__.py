@@ -25,10 +25,10 @@ _EXPORTS = {"Trainer": "a3c.lifecycle.trainer", "RunEnded": "a3c.lifecycle.train
             "Callback": "a3c.lifecycle.callbacks", "ConfigError": "a3c.config",
             "Reporter": "a3c.lifecycle.reporter", "ConsoleReporter": "a3c.lifecycle.reporter",
             "register_env": "a3c.lib.user_envs", "EnvContext": "a3c.lib.user_envs",
-            "register_model": "a3c.lib.user_models",
+            "register_model": "a3c.lib.user_models", "WorkerCallError": "a3c.transport.worker_calls",
             "pretty_print": "a3c.lifecycle.reporter"}
 __all__ = ["Callback", "ConfigError", "ConsoleReporter", "EnvContext", "LearningNotAchieved", "Reporter",
-           "RunEnded", "Trainer", "pretty_print", "register_env", "register_model"]
+           "RunEnded", "Trainer", "WorkerCallError", "pretty_print", "register_env", "register_model"]
 
 
 def __getattr__(name: str) -> Any:

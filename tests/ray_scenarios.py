@@ -289,6 +289,8 @@ def cluster_runs(logdir: Path) -> dict:
             seen["callbacks"] = result["custom_metrics"]
             seen["custom_model"] = {"features": trainer.net.encoder.size, "restarts": result["worker_restarts"],
                                     "frames": result["frames"]}
+            seen["foreach_env"] = trainer.workers.foreach_env(lambda env: type(env).__name__)
+            seen["frames_after_call"] = trainer.train(frames=500)["frames"]
         third = ray_node(f"--address={ADDRESS}", "--num-cpus=1", code=other_code(logdir / "other"))
         wait_for_node(known={head_node, second_node})
         seen["other_code"] = refused_elsewhere(logdir)

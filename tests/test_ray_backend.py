@@ -126,6 +126,14 @@ def test_worker_side_callbacks_run_in_the_actors(seen):
 
 
 @pytest.mark.timeout(600)
+def test_foreach_env_reaches_every_env_of_every_actor_and_the_run_goes_on(seen):
+    cluster = seen["cluster"]
+    per_actor = cluster["foreach_env"]
+    assert len(per_actor) == 2 and all(names and set(names) == {"CountingEnv"} for names in per_actor), per_actor
+    assert cluster["frames_after_call"] >= cluster["custom_model"]["frames"] + 500
+
+
+@pytest.mark.timeout(600)
 def test_a_model_registered_in_the_driver_reaches_the_actors(seen):
     custom = seen["cluster"]["custom_model"]  # its class defined in a function: shipped by value
     assert custom["features"] == 6 and custom["restarts"] == 0 and custom["frames"] >= 1000, custom

@@ -18,7 +18,7 @@ from a3c.lifecycle.load_meter import PROGRESS_FILE, LoadMeter
 from a3c.lifecycle.reporter import Reporter
 from a3c.lifecycle.rollback import policy_locked
 from a3c.lifecycle.run import Run
-from a3c.transport.messages import EpisodeEnded, WorkerCrashed
+from a3c.transport.messages import CallResult, EpisodeEnded, WorkerCrashed
 from a3c.transport.pool import WorkerDied, WorkerPool
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ class EventLoop:
         self.load.record(run.counters.frames, run.counters.transitions, run.learner.policy_version,
                          0.0, run.rewards.mean_reward)  # the zero point of the first rates
         self.handlers: dict[type, Callable[[Any, StepMeans], str | None]] = {
-            WorkerCrashed: self._on_crash, EpisodeEnded: self._on_episode}
+            WorkerCrashed: self._on_crash, EpisodeEnded: self._on_episode,
+            CallResult: lambda message, step_means: None}  # a call's answer that came too late
         """Any other message is rows for the learner, as its algorithm's payload decoded them."""
         self.timers = Timers()
         self.timers.every(self.config.save_every, save_checkpoint)

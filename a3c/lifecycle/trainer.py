@@ -63,6 +63,7 @@ from a3c.lifecycle.run import (
 )
 from a3c.lifecycle.run_files import RunFiles
 from a3c.lifecycle.tracking import Tracking
+from a3c.lifecycle.workers import WorkerSet
 from a3c.play import DEFAULT_MAX_STEPS, act_once, play_episode, policy_actions
 from a3c.preflight import preflight
 from a3c.transport.backends import make_pool
@@ -352,6 +353,11 @@ class Trainer:
     def request_stop(self, reason: str = "stopped") -> None:
         """End the run at the next chance (within a second): workers stopped, saved."""
         self._stop_reason = self._stop_reason or reason
+
+    @property
+    def workers(self) -> WorkerSet:
+        """RLlib's worker set: ``trainer.workers.foreach_worker(fn)`` (``a3c.lifecycle.workers``)."""
+        return WorkerSet(self)
 
     def set_env_task(self, task: Any) -> None:
         """Give every env ``task`` through its ``set_task(task)``, to take effect at its next

@@ -112,15 +112,15 @@ class ChildChannel:
         finally:
             self.wait_seconds += time.monotonic() - started
 
-    def poll_task(self) -> Any | None:
-        """The newest env task the learner sent since the last call, or None."""
-        task = None
+    def poll_tasks(self) -> list[Any]:
+        """What the learner sent since the last call, in order: env tasks and ``WorkerCall``s."""
+        tasks = []
         while not self.tasks.empty():
             try:
-                task = self.tasks.get_nowait()
+                tasks.append(self.tasks.get_nowait())
             except queue.Empty:
                 break
-        return task
+        return tasks
 
     def put_item(self, item: Any) -> bool:
         """Encode ``item`` as the payload declares, write its large columns into the next slot

@@ -44,3 +44,22 @@ class WorkerCrashed:
     traceback: str
     fatal: bool = False
     """The user's callback raised: the run ends instead of restarting the worker."""
+
+
+@dataclass
+class WorkerCall:
+    """A function of the user's (``trainer.workers.foreach_worker``), pickled by value, that a
+    worker calls with itself before its next step."""
+
+    call_id: int
+    function: bytes
+
+
+@dataclass
+class CallResult:
+    """What a worker's call of ``WorkerCall`` returned, or the traceback it raised."""
+
+    worker_id: int
+    call_id: int
+    value: Any = None
+    error: str | None = None

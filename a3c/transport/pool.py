@@ -15,7 +15,7 @@ the workers stepped in turn in the learner's process (``a3c.transport.serial_poo
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from a3c.config import Config
     from a3c.lib.columns import Payload
     from a3c.lib.envs import EnvInfo
+    from a3c.transport.messages import CallResult
 
 
 class WorkerDied(RuntimeError):
@@ -117,6 +118,13 @@ class WorkerPool(abc.ABC):
     @abc.abstractmethod
     def set_env_task(self, task: Any) -> None:
         """Every child hands ``task`` to its envs; children started later get it too."""
+
+    @abc.abstractmethod
+    def call_workers(self, function: Callable[[Any], Any], timeout: float) -> list[CallResult]:
+        """``function`` called by every worker with a view of itself
+        (``a3c.transport.worker_calls``) before its next step, pickled by value: what each
+        returned or raised; TimeoutError where one has not answered in ``timeout`` seconds.
+        Messages that arrive meanwhile wait for the learner, in order."""
 
     @abc.abstractmethod
     def child_wait_seconds(self) -> float:

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import math
 import os
 import queue
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import torch
 import torch.multiprocessing as mp
 
 from a3c.options import ConfigError, shared_memory_free
 from a3c.transport.channel import ChildChannel, allocate_slots, slots_bytes
-from a3c.transport.messages import SlotRows, WorkerCrashed
+from a3c.transport.messages import CallResult, SlotRows, WorkerCall, WorkerCrashed
 from a3c.transport.pool import (
     WorkerDied,
     WorkerInfo,
@@ -108,6 +110,7 @@ class ProcessPool(WorkerPool):
         """When each child was started or last sent a message (time.monotonic)."""
         self._last_read = time.monotonic()
         self._closed = False
+        self._call_ids = itertools.count()
 
     def start(self) -> None:
         for worker_id in range(len(self._processes)):
@@ -154,6 +157,27 @@ class ProcessPool(WorkerPool):
         self._discard_queue(self._tasks[worker_id])
         self._incarnations[worker_id] += 1
         self._start(worker_id)
+
+    def call_workers(self, function: Callable[[Any], Any], timeout: float) -> list[CallResult]:
+        call = WorkerCall(next(self._call_ids), cloudpickle.dumps(function))
+        asked = [worker_id for worker_id, process in enumerate(self._processes) if process is not None]
+        for worker_id in asked:
+            self._tasks[worker_id].put(call)
+        answers: dict[int, CallResult] = {}
+        held: list[Any] = []
+        deadline = time.monotonic() + timeout
+        while len(answers) < len(asked):
+            if time.monotonic() > deadline:
+                self._salvaged.extendleft(reversed(held))
+                raise TimeoutError(f"foreach_worker: workers {sorted(set(asked) - set(answers))} did not answer "
+                                   f"in {timeout:g} s")
+            message = self.get(timeout=0.5)
+            if isinstance(message, CallResult) and message.call_id == call.call_id:
+                answers[message.worker_id] = message
+            elif message is not None and not isinstance(message, CallResult):  # an older call's answer: dropped
+                held.append(message)
+        self._salvaged.extendleft(reversed(held))  # the learner takes them next, in order
+        return list(answers.values())
 
     def set_env_task(self, task: Any) -> None:
         """Send every child ``task`` for its envs; children started later get it too."""

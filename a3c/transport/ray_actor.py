@@ -19,8 +19,10 @@ from a3c.lib.columns import concatenate_columns
 from a3c.lib.denormals import flush_denormals
 from a3c.lib.experience import EpisodeResult
 from a3c.lib.registrations import install_registrations
+from a3c.transport.messages import CallResult, WorkerCall
 from a3c.transport.pool import messages_per_worker
 from a3c.transport.worker import make_sender, make_vector_actor
+from a3c.transport.worker_calls import call_in_worker
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm
@@ -80,6 +82,7 @@ class RolloutActor:
         torch.manual_seed(seed)
         config = dataclasses.replace(config, cuda=False)  # actors act on their node's CPU
         self.board = board
+        self.worker_id = worker_id
         self.net = algorithm.build_net(env_info, net_settings(config))
         self.version = -1
         self._pull_weights()
@@ -118,6 +121,10 @@ class RolloutActor:
     def ready(self) -> bool:
         """Answers once the actor is built: its envs made, its weights fetched."""
         return True
+
+    def call(self, call: WorkerCall) -> CallResult:
+        """``foreach_worker``'s function, with this actor as its worker."""
+        return call_in_worker(call, self.worker_id, self.actor)
 
     def sample(self, task: Any = None) -> Block:
         """``steps`` vector steps with the newest weights; ``task``, if given, for the envs."""

@@ -26,14 +26,15 @@ import collections
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 import numpy as np
 import torch
 
 from a3c.options import ConfigError
-from a3c.transport.messages import EpisodeEnded
+from a3c.transport.messages import CallResult, EpisodeEnded, WorkerCall
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.ray_actor import BLOCKS_IN_FLIGHT, RolloutActor, WeightBoard
 from a3c.transport.ray_cluster import (
@@ -254,6 +255,18 @@ class RayWorkerPool(WorkerPool):
             return "SPREAD"
         return NodeAffinitySchedulingStrategy(others[worker_id % len(others)], soft=True,
                                               _spill_on_unavailable=True)
+
+    def call_workers(self, function: Callable[[Any], Any], timeout: float) -> list[CallResult]:
+        """Each actor's answer, after the blocks it was already asked for (an actor takes its
+        calls in order); those blocks wait for the learner as before."""
+        import ray
+
+        packed = cloudpickle.dumps(function)
+        calls = [actor.call.remote(WorkerCall(0, packed)) for actor in self._actors if actor is not None]
+        try:
+            return ray.get(calls, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise TimeoutError(f"foreach_worker: the actors did not answer in {timeout:g} s") from None
 
     def set_env_task(self, task: Any) -> None:
         """Every actor hands ``task`` to its envs with its next call; new actors get it too."""

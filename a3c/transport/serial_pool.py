@@ -15,16 +15,17 @@ import os
 import pickle
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
 from a3c.lib.episodes import CallbackError
 from a3c.lib.time_limit import TimeLimitExceeded, time_limit
-from a3c.transport.messages import EpisodeEnded
+from a3c.transport.messages import CallResult, EpisodeEnded, WorkerCall
 from a3c.transport.pool import WorkerDied, WorkerInfo, WorkerPool, child_seed
 from a3c.transport.worker import make_sender, make_vector_actor
+from a3c.transport.worker_calls import call_in_worker
 
 if TYPE_CHECKING:
     import torch
@@ -124,6 +125,11 @@ class SerialPool(WorkerPool):
         self._close_actor(worker_id)
         self._incarnations[worker_id] += 1
         self._start(worker_id)
+
+    def call_workers(self, function: Callable[[Any], Any], timeout: float) -> list[CallResult]:
+        call = WorkerCall(0, cloudpickle.dumps(function))  # pickled as a worker process would get it
+        return [call_in_worker(call, worker_id, actor) for worker_id, actor in enumerate(self._actors)
+                if actor is not None]
 
     def set_env_task(self, task: Any) -> None:
         self._env_task = task

@@ -21,7 +21,8 @@ from a3c.lib.episodes import CallbackError
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.registrations import install_registrations
 from a3c.transport.channel import ChildChannel
-from a3c.transport.messages import EpisodeEnded, WorkerCrashed
+from a3c.transport.messages import EpisodeEnded, WorkerCall, WorkerCrashed
+from a3c.transport.worker_calls import call_in_worker
 
 if TYPE_CHECKING:
     from a3c.algos.base import Algorithm, Outbox, Sender
@@ -102,9 +103,11 @@ def collect(algorithm: Algorithm, config: Config, net: nn.Module, version_counte
                               channel.worker_id, callbacks)
     try:
         while not channel.stopped():
-            task = channel.poll_task()
-            if task is not None:
-                actor.set_task(task)
+            for task in channel.poll_tasks():
+                if isinstance(task, WorkerCall):
+                    channel.put(call_in_worker(task, channel.worker_id, actor))
+                else:
+                    actor.set_task(task)
             step = actor.step()
             if step.batch is not None and not sender.send(step.batch):
                 return
