@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, stop_pair, value_type
 from a3c.transport.ray_cluster import check_address, connect, disconnect
+from a3c.tune_schedulers import SCHEDULERS, make_scheduler, wants_checkpoints
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -64,25 +66,43 @@ def label(settings: dict[str, Any]) -> str:
 
 def trial(config: dict[str, Any]) -> None:
     """The Tune trainable: one run of the settings under ``config["trial"]``, one
-    ``tune.report`` per iteration, until it ends."""
+    ``tune.report`` per iteration that has ``config["metric"]``, until it ends. With
+    ``config["checkpoints"]`` (PBT) each report carries the run's checkpoint, and a trial that
+    Tune restarts from one (another trial's, when PBT copies a leader) restores it in place
+    and trains on under its own, perturbed, settings (``restored`` in its results)."""
     from ray import tune
 
     from a3c.lifecycle.trainer import Trainer
 
+    start = tune.get_checkpoint()
     with Trainer(**config["trial"]) as trainer:
+        if start is not None:
+            with start.as_directory() as folder:
+                trainer.restore(Path(folder) / CHECKPOINT)
         while True:
-            result = trainer.train()
-            tune.report(reported(result))
+            result = {**trainer.train(), "restored": start is not None}
+            if result.get(config["metric"]) is None and not result["done"]:
+                continue  # nothing to rank the trial by yet (no episode has ended)
+            if not config["checkpoints"]:
+                tune.report(reported(result))
+            else:
+                with tempfile.TemporaryDirectory() as folder:
+                    trainer.save(Path(folder) / CHECKPOINT)
+                    tune.report(reported(result), checkpoint=tune.Checkpoint.from_directory(folder))
             if result["done"]:
                 return
 
 
+CHECKPOINT = "checkpoint.pt"
+"""The run's checkpoint in a Tune checkpoint's folder."""
+
+
 def reported(result: dict[str, Any]) -> dict[str, Any]:
     """What a trial tells Tune of a result: its numbers, ``custom_metrics`` nested as RLlib
-    reports them (Tune flattens them to ``custom_metrics/NAME_mean``), whether it is done
-    and whether solved."""
+    reports them (Tune flattens them to ``custom_metrics/NAME_mean``), whether it is done,
+    whether solved and whether its trial started from a checkpoint (PBT's copy)."""
     return {**numbers(result), "custom_metrics": numbers(result.get("custom_metrics", {})), "done": result["done"],
-            "solved": result["reason"] == "solved"}
+            "solved": result["reason"] == "solved", "restored": bool(result.get("restored"))}
 
 
 def numbers(values: dict[str, Any]) -> dict[str, int | float]:
@@ -91,19 +111,27 @@ def numbers(values: dict[str, Any]) -> dict[str, int | float]:
 
 
 def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,
-              ray_address: str | None = None) -> list[dict[str, Any]]:
-    """Run every trial on Ray Tune, each asking for ``per_trial`` CPUs; each trial's
-    settings with its last reported figures."""
+              ray_address: str | None = None, scheduler: str = "fifo", grid: dict[str, list[Any]] | None = None,
+              metric: str = "episode_reward_mean", interval: int = 4, quantile: float = 0.25) -> list[dict[str, Any]]:
+    """Run every trial on Ray Tune, each asking for ``per_trial`` CPUs (PBT's all at once,
+    sharing the cluster's), under ``scheduler`` (``a3c.tune_schedulers``: ranking by
+    ``metric``, the grid's values PBT's to perturb); each trial's settings with its last
+    reported figures."""
     started_here = connect(ray_address)
     import ray
     from ray import tune
 
     try:
         available = int(ray.cluster_resources().get("CPU", 1))
+        chosen = make_scheduler(scheduler, grid or {}, metric, "max", interval, quantile)
+        at_once = max(1, available // per_trial)
+        if wants_checkpoints(scheduler):  # PBT compares trials as they run: the population shares the cores
+            at_once = len(settings_per_trial)
         tuner = tune.Tuner(
-            tune.with_resources(trial, {"cpu": min(per_trial, available)}),
-            param_space={"trial": tune.grid_search(settings_per_trial)},
-            tune_config=tune.TuneConfig(max_concurrent_trials=max(1, available // per_trial)),
+            tune.with_resources(trial, {"cpu": min(per_trial, available / at_once)}),
+            param_space={"trial": tune.grid_search(settings_per_trial), "metric": metric,
+                         "checkpoints": wants_checkpoints(scheduler)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=at_once, scheduler=chosen),
             run_config=tune.RunConfig(name="tune", storage_path=str(storage.resolve()), verbose=0),
         )
         grid = tuner.fit()
@@ -169,6 +197,19 @@ def build_parser(prog: str = "python -m a3c.sweep") -> argparse.ArgumentParser:
     parser.add_argument("--callbacks", default="", metavar="MODULE:CLASS",
                         help="an a3c.Callback subclass every trial runs (run_a3c.py's --callbacks)")
     parser.add_argument("--ray-address", default=None, help="a running Ray cluster (default: a local Ray)")
+    parser.add_argument("--scheduler", default="fifo", choices=SCHEDULERS,
+                        help="Tune's trial scheduler: fifo (each trial to its end), asha (trailing trials stop "
+                             "early), pbt (trailing trials take a leader's weights and settings, the --grid "
+                             "settings perturbed)")
+    parser.add_argument("--metric", default="episode_reward_mean",
+                        help="the result key the scheduler ranks trials by, higher better")
+    parser.add_argument("--interval", type=int, default=4,
+                        help="asha: iterations to the first rung; pbt: iterations between perturbations")
+    parser.add_argument("--iteration-seconds", type=float, default=None,
+                        help="seconds of each trial's train() iteration, the unit --interval counts "
+                             "(default: run_a3c.py's --report-interval)")
+    parser.add_argument("--quantile", type=float, default=0.25,
+                        help="pbt: the share of trials at the bottom that copy one at the top")
     return parser
 
 
@@ -183,12 +224,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.sweep") -
         grid = parse_grid(args.grid)
         trials = [{"env": args.env, **combo, "seed": seed, "name": label(combo).replace("/", "-"), "logdir": str(folder),
                    "max_seconds": args.max_seconds, "max_frames": args.max_frames, "stop": dict(args.stop) or None,
-                   "callbacks": args.callbacks}
+                   "callbacks": args.callbacks, **({} if args.iteration_seconds is None else
+                                                     {"report_interval": args.iteration_seconds})}
                   for combo in combinations(grid) for seed in range(args.seeds)]
         # every trial's settings checked before Ray starts; a trial keeps its workers and
         # the learner's threads busy
         configs = [make_config(**settings) for settings in trials]
         per_trial = max(config.processes + config.learner_threads for config in configs)
+        _check_schedule(args, grid)
         if args.ray_address is not None:
             check_address(args.ray_address)
     except ConfigError as error:
@@ -201,10 +244,21 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.sweep") -
               file=sys.stderr)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
-    rows = run_sweep(trials, folder, per_trial, args.ray_address)
+    rows = run_sweep(trials, folder, per_trial, args.ray_address, args.scheduler, grid, args.metric, args.interval,
+                     args.quantile)
     print(format_table(summarize(rows, list(grid))))
     print(f"runs in {folder}")
     return 0 if all(row["error"] is None for row in rows) else 1
+
+
+def _check_schedule(args: argparse.Namespace, grid: dict[str, list[Any]]) -> None:
+    """ConfigError, before Ray starts, for a schedule that cannot run."""
+    if args.interval < 1:
+        raise ConfigError(f"--interval must be >= 1, got {args.interval}")
+    if not 0 < args.quantile <= 0.5:
+        raise ConfigError(f"--quantile must be in (0, 0.5], got {args.quantile}")
+    if args.scheduler == "pbt" and not grid:
+        raise ConfigError("--scheduler pbt perturbs the --grid settings: give at least one --grid")
 
 
 def installed_command() -> int:

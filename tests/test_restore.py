@@ -45,6 +45,26 @@ def test_restore_on_a_trainer_goes_on_in_place_from_the_checkpoint(tmp_path, sav
     assert result["run_dir"].startswith(str(tmp_path))  # the trainer's own folder, not the checkpoint's
 
 
+@pytest.mark.parametrize("started", [False, True], ids=["before-the-first-train", "mid-run"])
+def test_a_restore_takes_the_optimizers_moments_and_keeps_its_own_learning_rate(tmp_path, started):
+    """DQN's Adam keeps the rate it was made with (A3C's and PPO's set theirs each step): the
+    saved optimizer brought the saved run's rate back, so --lr beside --resume, or PBT's
+    perturbed lr, did nothing."""
+    with Trainer(env="CartPole-v1", algo="dqn", backend="serial", logdir=str(tmp_path / "a"), lr=1e-3,
+                 learning_starts=100, stop_reward=1e9) as trainer:
+        trainer.train(frames=400)
+        path = trainer.save()
+        moments = trainer._run.learner.optimizer.state_dict()["state"][0]["exp_avg"].clone()
+    with Trainer(env="CartPole-v1", algo="dqn", backend="serial", logdir=str(tmp_path / "b"), lr=4e-4,
+                 learning_starts=100, stop_reward=1e9) as trainer:
+        if started:
+            trainer.train(frames=100)
+        trainer.restore(path)
+        optimizer = trainer._learner_state().learner.optimizer
+        assert torch.equal(optimizer.state_dict()["state"][0]["exp_avg"], moments)  # the saved moments
+        assert trainer.train(frames=100)["cur_lr"] == 4e-4  # and this run's rate
+
+
 def test_restore_refuses_another_envs_checkpoint_in_one_line(tmp_path, saved):
     with Trainer(env=COUNTING, backend="serial", logdir=str(tmp_path)) as trainer, \
             pytest.raises(ConfigError, match="restore: checkpoint was trained on CartPole-v1, this run is"):

@@ -1,6 +1,7 @@
 """Sweeps: the grid's parsing and the table by hand, and a real two-trial sweep on Ray Tune
 inside a network namespace of its own (only loopback up), so Ray can reach no other address."""
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from a3c.config import ConfigError
-from a3c.sweep import combinations, format_table, parse_grid, reported, summarize
+from a3c.sweep import combinations, format_table, main, parse_grid, reported, summarize
 from tests.namespaces import ROOT, skip_or_fail_without_namespace
 
 
@@ -78,8 +79,96 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
     assert (Path.home() / ".ray" / "auth_token").exists() and real_ray_dir_unchanged()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_population_based_training_on_ray_tune_copies_a_leader_into_a_laggard(tmp_path, real_ray_dir_unchanged):
+    """The real thing the in-process test above stands for: two trials, lr 1e-4 and 3e-3, and
+    every 2 iterations the worse takes the better's checkpoint with lr moved."""
+    pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
+    skip_or_fail_without_namespace()
+    sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
+             f"--env CartPole-v1 --grid lr=1e-4,3e-3 --seeds 1 --max-frames 80000 --scheduler pbt "
+             f"--interval 2 --quantile 0.5 --iteration-seconds 1 --logdir {tmp_path} --name pbt")
+    finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
+                              capture_output=True, text=True, timeout=560)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    results = [json.loads(line) for path in (tmp_path / "pbt" / "tune").glob("*/result.json")
+               for line in path.read_text().splitlines()]
+    copied = [result for result in results if result.get("restored")]
+    assert copied, "no trial was restarted from another's checkpoint"
+    assert all(result["cur_lr"] in (1e-4, 3e-3) and result["training_iteration"] > 2 for result in copied)
+    assert real_ray_dir_unchanged()
+
+
 def test_a_trial_reports_its_numbers_and_its_custom_metrics_nested_to_tune():
     result = {"frames": 10, "episode_reward_mean": 2.5, "done": True, "reason": "solved", "run_dir": "x",
               "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}, "loss": None}
     assert reported(result) == {"frames": 10, "episode_reward_mean": 2.5, "done": True, "solved": True,
-                                "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}}
+                                "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}, "restored": False}
+
+
+class TuneSession:
+    """Tune's side of a function trainable, in this process: what it reports, the checkpoints
+    it hands over (copied, as Tune persists them), and the checkpoint it starts from."""
+
+    def __init__(self, folder: Path, start=None):
+        self.folder, self.start = folder, start
+        self.results: list[dict] = []
+        self.checkpoints: list[Path] = []
+
+    def get_checkpoint(self):
+        return self.start
+
+    def report(self, metrics, checkpoint=None):
+        self.results.append(metrics)
+        if checkpoint is not None:
+            kept = self.folder / f"checkpoint_{len(self.checkpoints)}"
+            shutil.copytree(checkpoint.path, kept)
+            self.checkpoints.append(kept)
+
+
+@pytest.mark.timeout(120)
+def test_a_pbt_trial_restarted_from_a_leaders_checkpoint_goes_on_from_it_under_its_perturbed_setting(
+        tmp_path, monkeypatch):
+    from ray import tune
+
+    from a3c.sweep import trial
+
+    def run(settings, session):
+        monkeypatch.setattr(tune, "get_checkpoint", session.get_checkpoint)
+        monkeypatch.setattr(tune, "report", session.report)
+        trial({"trial": {"env": "CartPole-v1", "backend": "serial", "processes": 1, "report_interval": 0.3,
+                         "logdir": str(tmp_path), **settings},
+               "metric": "episode_reward_mean", "checkpoints": True})
+
+    leader = TuneSession(tmp_path / "leader")
+    run({"name": "leader", "lr": 1e-3, "max_frames": 3000}, leader)
+    assert leader.results and len(leader.checkpoints) == len(leader.results)
+    assert {result["cur_lr"] for result in leader.results} == {1e-3} and not leader.results[0]["restored"]
+    copied = TuneSession(tmp_path / "copied", start=tune.Checkpoint.from_directory(leader.checkpoints[-1]))
+    run({"name": "copied", "lr": 3e-3, "max_frames": 6000}, copied)  # PBT's perturbed lr
+    first = copied.results[0]
+    assert first["restored"] and first["cur_lr"] == 3e-3  # the perturbed setting, in effect
+    # the leader's counters went on: its weights, optimizer and frames came with them
+    assert first["training_iteration"] == leader.results[-1]["training_iteration"] + 1
+    assert first["frames"] > leader.results[-1]["frames"]
+
+
+def test_schedules_that_cannot_run_are_refused_before_ray_starts(capsys):
+    assert main(["--env", "CartPole-v1", "--scheduler", "pbt", "--seeds", "2"]) == 2
+    assert "--scheduler pbt perturbs the --grid settings" in capsys.readouterr().err
+    assert main(["--env", "CartPole-v1", "--grid", "lr=1e-3,3e-3", "--quantile", "0.9"]) == 2
+    assert "--quantile must be in (0, 0.5]" in capsys.readouterr().err
+
+
+def test_the_schedulers_rank_by_the_metric_over_iterations():
+    pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
+    from a3c.tune_schedulers import make_scheduler
+
+    assert make_scheduler("fifo", {}, "episode_reward_mean", "max", 4, 0.25) is None
+    asha = make_scheduler("asha", {}, "episode_reward_mean", "max", 2, 0.25)
+    assert (asha._time_attr, asha._metric, asha._mode) == ("training_iteration", "episode_reward_mean", "max")
+    assert [rung for rung, _ in asha._brackets[0]._rungs] == [54, 18, 6, 2]  # from the interval, thrice each
+    pbt = make_scheduler("pbt", {"lr": [1e-3, 3e-3]}, "episode_reward_mean", "max", 3, 0.5)
+    assert pbt._perturbation_interval == 3 and pbt._quantile_fraction == 0.5
+    assert pbt._hyperparam_mutations == {"trial": {"lr": [1e-3, 3e-3]}}

@@ -32,6 +32,7 @@ def train_result(run: Run, step_means: StepMeans, frames: int, seconds: float, e
         "frames_per_second": frames / seconds if seconds > 0 else 0.0,
         "transitions_per_second": frames / run.env_info.frames_per_step / seconds if seconds > 0 else 0.0,
         "policy_version": run.learner.policy_version,
+        "cur_lr": run.learner.optimizer.param_groups[0]["lr"],
         **step_means.means(),
         "iteration": run.counters.training_iteration,
         "iteration_seconds": seconds,

@@ -187,10 +187,14 @@ def load_weights(state: dict, config: Config, algorithm: Algorithm, env_info: En
 
 
 def load_learner_state(run: Run, state: dict) -> None:
-    """A checkpoint's optimizer, algorithm extras (replay, target nets), counters and reward
-    window into a running run (the weights: ``load_weights``); this invocation's worker
-    restarts are kept, as its restart budget is."""
+    """A checkpoint's optimizer (its moments; the learning rates stay the run's own, as
+    ``--lr`` or a PBT perturbation set them), algorithm extras (replay, target nets), counters
+    and reward window into a running run (the weights: ``load_weights``); this invocation's
+    worker restarts are kept, as its restart budget is."""
+    own_rates = [group["lr"] for group in run.learner.optimizer.param_groups]
     run.learner.optimizer.load_state_dict(state["optimizer"])
+    for group, rate in zip(run.learner.optimizer.param_groups, own_rates):  # the run's --lr, not the saved one
+        group["lr"] = rate
     run.learner.load_extras(state)
     run.counters = Counters(**{**state["counters"], "worker_restarts": run.counters.worker_restarts})
     run.rewards.recent_rewards.clear()
