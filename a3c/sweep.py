@@ -22,7 +22,14 @@ from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, stop_pair, value_type
 from a3c.transport.ray_cluster import check_address, connect, disconnect
-from a3c.tune_schedulers import SCHEDULERS, make_scheduler, wants_checkpoints
+from a3c.tune_schedulers import (
+    SCHEDULERS,
+    SEARCHES,
+    Plan,
+    make_scheduler,
+    make_searcher,
+    wants_checkpoints,
+)
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -75,7 +82,9 @@ def trial(config: dict[str, Any]) -> None:
     from a3c.lifecycle.trainer import Trainer
 
     start = tune.get_checkpoint()
-    with Trainer(**config["trial"]) as trainer:
+    settings = dict(config["trial"])
+    settings.setdefault("name", label({key: settings[key] for key in config.get("grid_names", ())}).replace("/", "-"))
+    with Trainer(**settings) as trainer:
         if start is not None:
             with start.as_directory() as folder:
                 trainer.restore(Path(folder) / CHECKPOINT)
@@ -111,37 +120,54 @@ def numbers(values: dict[str, Any]) -> dict[str, int | float]:
 
 
 def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,
-              ray_address: str | None = None, scheduler: str = "fifo", grid: dict[str, list[Any]] | None = None,
-              metric: str = "episode_reward_mean", interval: int = 4, quantile: float = 0.25) -> list[dict[str, Any]]:
-    """Run every trial on Ray Tune, each asking for ``per_trial`` CPUs (PBT's all at once,
-    sharing the cluster's), under ``scheduler`` (``a3c.tune_schedulers``: ranking by
-    ``metric``, the grid's values PBT's to perturb); each trial's settings with its last
-    reported figures."""
+              ray_address: str | None = None, plan: Plan = Plan(),  # noqa: B008 - a frozen default
+              grid: dict[str, list[Any]] | None = None, seeds: int = 1) -> list[dict[str, Any]]:
+    """Run the trials on Ray Tune, each asking for ``per_trial`` CPUs (PBT's all at once,
+    sharing the cluster's), as ``plan`` says (``a3c.tune_schedulers``): every trial of
+    ``settings_per_trial``, or Optuna's ``plan.samples`` drawn from the ``grid``'s values and
+    ``seeds``; each trial's settings with its last reported figures."""
     started_here = connect(ray_address)
     import ray
     from ray import tune
 
     try:
         available = int(ray.cluster_resources().get("CPU", 1))
-        chosen = make_scheduler(scheduler, grid or {}, metric, "max", interval, quantile)
         at_once = max(1, available // per_trial)
-        if wants_checkpoints(scheduler):  # PBT compares trials as they run: the population shares the cores
+        if wants_checkpoints(plan.scheduler):  # PBT compares trials as they run: the population shares the cores
             at_once = len(settings_per_trial)
+        space = search_space(plan, settings_per_trial, grid or {}, seeds)
         tuner = tune.Tuner(
             tune.with_resources(trial, {"cpu": min(per_trial, available / at_once)}),
-            param_space={"trial": tune.grid_search(settings_per_trial), "metric": metric,
-                         "checkpoints": wants_checkpoints(scheduler)},
-            tune_config=tune.TuneConfig(max_concurrent_trials=at_once, scheduler=chosen),
+            param_space={"trial": space, "metric": plan.metric, "checkpoints": wants_checkpoints(plan.scheduler),
+                         "grid_names": list(grid or {})},
+            tune_config=tune.TuneConfig(max_concurrent_trials=at_once,
+                                        num_samples=1 if plan.search == "grid" else plan.samples,
+                                        scheduler=make_scheduler(plan.scheduler, grid or {}, plan.metric, "max",
+                                                                 plan.interval, plan.quantile),
+                                        search_alg=make_searcher(plan)),
             run_config=tune.RunConfig(name="tune", storage_path=str(storage.resolve()), verbose=0),
         )
-        grid = tuner.fit()
         rows = []
-        for result in grid:
+        for result in tuner.fit():
             rows.append({"settings": result.config["trial"], **(result.metrics or {}),
                          "error": None if result.error is None else str(result.error).splitlines()[0]})
         return rows
     finally:
         disconnect(started_here)
+
+
+def search_space(plan: Plan, settings_per_trial: list[dict[str, Any]], grid: dict[str, list[Any]],
+                 seeds: int) -> Any:
+    """What Tune's ``trial`` config holds: the grid search over every trial's settings, or
+    for a searcher the settings every trial shares with the grid's settings and the seed as
+    choices to draw from."""
+    from ray import tune
+
+    if plan.search == "grid":
+        return tune.grid_search(settings_per_trial)
+    shared = {key: value for key, value in settings_per_trial[0].items() if key not in (*grid, "seed", "name")}
+    return {**shared, **{key: tune.choice(values) for key, values in grid.items()},
+            "seed": tune.choice(list(range(seeds)))}
 
 
 def summarize(rows: list[dict[str, Any]], grid_names: Sequence[str]) -> list[dict[str, Any]]:
@@ -208,6 +234,11 @@ def build_parser(prog: str = "python -m a3c.sweep") -> argparse.ArgumentParser:
     parser.add_argument("--iteration-seconds", type=float, default=None,
                         help="seconds of each trial's train() iteration, the unit --interval counts "
                              "(default: run_a3c.py's --report-interval)")
+    parser.add_argument("--search", default="grid", choices=SEARCHES,
+                        help="grid: every combination of the --grid values for each seed; optuna: Optuna's TPE "
+                             "draws --samples trials from the --grid values and the seeds, ranked by --metric "
+                             "(the optuna extra)")
+    parser.add_argument("--samples", type=int, default=0, help="--search optuna: how many trials it draws")
     parser.add_argument("--quantile", type=float, default=0.25,
                         help="pbt: the share of trials at the bottom that copy one at the top")
     return parser
@@ -231,7 +262,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.sweep") -
         # the learner's threads busy
         configs = [make_config(**settings) for settings in trials]
         per_trial = max(config.processes + config.learner_threads for config in configs)
-        _check_schedule(args, grid)
+        plan = Plan(args.scheduler, args.search, args.samples, args.metric, args.interval, args.quantile)
+        plan.check(grid)
         if args.ray_address is not None:
             check_address(args.ray_address)
     except ConfigError as error:
@@ -244,21 +276,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m a3c.sweep") -
               file=sys.stderr)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
-    rows = run_sweep(trials, folder, per_trial, args.ray_address, args.scheduler, grid, args.metric, args.interval,
-                     args.quantile)
+    rows = run_sweep(trials, folder, per_trial, args.ray_address, plan, grid, args.seeds)
     print(format_table(summarize(rows, list(grid))))
     print(f"runs in {folder}")
     return 0 if all(row["error"] is None for row in rows) else 1
-
-
-def _check_schedule(args: argparse.Namespace, grid: dict[str, list[Any]]) -> None:
-    """ConfigError, before Ray starts, for a schedule that cannot run."""
-    if args.interval < 1:
-        raise ConfigError(f"--interval must be >= 1, got {args.interval}")
-    if not 0 < args.quantile <= 0.5:
-        raise ConfigError(f"--quantile must be in (0, 0.5], got {args.quantile}")
-    if args.scheduler == "pbt" and not grid:
-        raise ConfigError("--scheduler pbt perturbs the --grid settings: give at least one --grid")
 
 
 def installed_command() -> int:

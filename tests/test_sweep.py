@@ -100,6 +100,22 @@ def test_population_based_training_on_ray_tune_copies_a_leader_into_a_laggard(tm
     assert real_ray_dir_unchanged()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_optuna_search_runs_the_trials_it_draws_from_the_grid(tmp_path, real_ray_dir_unchanged):
+    pytest.importorskip("optuna", reason="Optuna is not installed (the optuna extra)")
+    skip_or_fail_without_namespace()
+    sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
+             f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 2 --max-frames 3000 --search optuna --samples 3 "
+             f"--logdir {tmp_path} --name optuna")
+    finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
+                              capture_output=True, text=True, timeout=560)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    runs = [path for path in (tmp_path / "optuna").iterdir() if path.name.startswith("lr=")]
+    assert len(runs) == 3 and {run.name.split("__")[0] for run in runs} <= {"lr=0.001", "lr=0.003"}
+    assert real_ray_dir_unchanged()
+
+
 def test_a_trial_reports_its_numbers_and_its_custom_metrics_nested_to_tune():
     result = {"frames": 10, "episode_reward_mean": 2.5, "done": True, "reason": "solved", "run_dir": "x",
               "custom_metrics": {"angle_mean": 0.1, "angle_max": 0.2}, "loss": None}
@@ -159,6 +175,28 @@ def test_schedules_that_cannot_run_are_refused_before_ray_starts(capsys):
     assert "--scheduler pbt perturbs the --grid settings" in capsys.readouterr().err
     assert main(["--env", "CartPole-v1", "--grid", "lr=1e-3,3e-3", "--quantile", "0.9"]) == 2
     assert "--quantile must be in (0, 0.5]" in capsys.readouterr().err
+
+
+def test_optuna_draws_the_grid_settings_and_the_seed_and_keeps_the_rest(capsys):
+    pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
+    from a3c.sweep import search_space
+    from a3c.tune_schedulers import Plan, make_searcher
+
+    trials = [{"env": "CartPole-v1", "lr": lr, "seed": seed, "name": f"lr={lr}", "max_frames": 500}
+              for lr in (1e-3, 3e-3) for seed in (0, 1)]
+    plan = Plan(search="optuna", samples=4)
+    space = search_space(plan, trials, {"lr": [1e-3, 3e-3]}, 2)
+    assert space["env"] == "CartPole-v1" and space["max_frames"] == 500 and "name" not in space
+    assert space["lr"].categories == [1e-3, 3e-3] and space["seed"].categories == [0, 1]
+    assert search_space(Plan(), trials, {"lr": [1e-3, 3e-3]}, 2) == {"grid_search": trials}
+    searcher = make_searcher(plan)
+    assert (type(searcher).__name__, searcher.metric, searcher.mode) == ("OptunaSearch", "episode_reward_mean", "max")
+    for argv, says in [(["--search", "optuna", "--samples", "2"], "--search optuna draws from the --grid"),
+                       (["--grid", "lr=1e-3,3e-3", "--search", "optuna"], "--search optuna needs --samples N >= 1"),
+                       (["--grid", "lr=1e-3,3e-3", "--search", "optuna", "--samples", "2", "--scheduler", "pbt"],
+                        "PBT sets its trials' settings itself")]:
+        assert main(["--env", "CartPole-v1", *argv]) == 2
+        assert says in capsys.readouterr().err
 
 
 def test_the_schedulers_rank_by_the_metric_over_iterations():
