@@ -57,16 +57,21 @@ def test_bad_sweep_input_exits_2_before_ray_starts(capsys):
     assert time.monotonic() - started < 10
 
 
-@pytest.mark.timeout(420)
-def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_path, real_ray_dir_unchanged):
+def sweep_in_namespace(arguments: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    """``python -m a3c.sweep ARGUMENTS`` in a network namespace of its own (loopback only)."""
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
     skip_or_fail_without_namespace()
-    sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
-             f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-frames 5000 "
-             f"--logdir {tmp_path} --name grid")
+    sweep = f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep {arguments}"
     finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
-                              capture_output=True, text=True, timeout=400)
+                              capture_output=True, text=True, timeout=timeout)
     assert finished.returncode == 0, finished.stdout + finished.stderr
+    return finished
+
+
+@pytest.mark.timeout(420)
+def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_path, real_ray_dir_unchanged):
+    finished = sweep_in_namespace(f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 1 --max-frames 5000 "
+                                  f"--logdir {tmp_path} --name grid")
     table = [line for line in finished.stdout.splitlines() if line.startswith("| lr=")]
     assert sorted(line.split(" | ")[0] for line in table) == ["| lr=0.001", "| lr=0.003"]
     runs = sorted(path for path in (tmp_path / "grid").iterdir() if path.name.startswith("lr="))
@@ -84,14 +89,8 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
 def test_population_based_training_on_ray_tune_copies_a_leader_into_a_laggard(tmp_path, real_ray_dir_unchanged):
     """The real thing the in-process test above stands for: two trials, lr 1e-4 and 3e-3, and
     every 2 iterations the worse takes the better's checkpoint with lr moved."""
-    pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    skip_or_fail_without_namespace()
-    sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
-             f"--env CartPole-v1 --grid lr=1e-4,3e-3 --seeds 1 --max-frames 80000 --scheduler pbt "
-             f"--interval 2 --quantile 0.5 --iteration-seconds 1 --logdir {tmp_path} --name pbt")
-    finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
-                              capture_output=True, text=True, timeout=560)
-    assert finished.returncode == 0, finished.stdout + finished.stderr
+    sweep_in_namespace(f"--env CartPole-v1 --grid lr=1e-4,3e-3 --seeds 1 --max-frames 80000 --scheduler pbt "
+                       f"--interval 2 --quantile 0.5 --iteration-seconds 1 --logdir {tmp_path} --name pbt", 560)
     results = [json.loads(line) for path in (tmp_path / "pbt" / "tune").glob("*/result.json")
                for line in path.read_text().splitlines()]
     copied = [result for result in results if result.get("restored")]
@@ -104,13 +103,8 @@ def test_population_based_training_on_ray_tune_copies_a_leader_into_a_laggard(tm
 @pytest.mark.timeout(600)
 def test_an_optuna_search_runs_the_trials_it_draws_from_the_grid(tmp_path, real_ray_dir_unchanged):
     pytest.importorskip("optuna", reason="Optuna is not installed (the optuna extra)")
-    skip_or_fail_without_namespace()
-    sweep = (f"ip link set lo up && RAY_USAGE_STATS_ENABLED=0 {sys.executable} -m a3c.sweep "
-             f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 2 --max-frames 3000 --search optuna --samples 3 "
-             f"--logdir {tmp_path} --name optuna")
-    finished = subprocess.run(["unshare", "-rn", "bash", "-c", sweep], check=False, cwd=ROOT,
-                              capture_output=True, text=True, timeout=560)
-    assert finished.returncode == 0, finished.stdout + finished.stderr
+    sweep_in_namespace(f"--env CartPole-v1 --grid lr=1e-3,3e-3 --seeds 2 --max-frames 3000 --search optuna "
+                       f"--samples 3 --logdir {tmp_path} --name optuna", 560)
     runs = [path for path in (tmp_path / "optuna").iterdir() if path.name.startswith("lr=")]
     assert len(runs) == 3 and {run.name.split("__")[0] for run in runs} <= {"lr=0.001", "lr=0.003"}
     assert real_ray_dir_unchanged()
