@@ -17,7 +17,7 @@ from torch import nn
 
 from a3c.lib.distributions import policy_distribution
 from a3c.lib.envs import EnvRecipe
-from a3c.lib.episodes import Episode, EpisodeCallbacks
+from a3c.lib.episodes import Episode, EpisodeCallbacks, TeamEpisodeCallbacks
 from a3c.lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from a3c.lib.models import evaluate
 from a3c.lib.multiagent import joint_transitions
@@ -108,8 +108,10 @@ class VectorActor:
                                             lam=return_lambda)
         self._observations, infos = self.envs.reset(seed=seed)
         self._lives = infos["lives"].copy() if life_loss else None
-        self.episode_callbacks = None
-        if callbacks and not hasattr(self.envs, "agents"):  # single-agent envs: an episode an env
+        self.episode_callbacks: EpisodeCallbacks | TeamEpisodeCallbacks | None = None
+        if callbacks and hasattr(self.envs, "agents"):  # an episode an env, over all its agents
+            self.episode_callbacks = TeamEpisodeCallbacks(callbacks, self.envs, worker_index, self._observations)
+        elif callbacks:  # single-agent envs: an episode an env
             self.episode_callbacks = EpisodeCallbacks(callbacks, self.envs, worker_index)
             self._callback_resetting = np.zeros(self.envs.num_envs, dtype=bool)
             for env_index, observation in enumerate(self._observations):
@@ -181,13 +183,16 @@ class VectorActor:
             extras=None if acted_from is None else {"recurrent_states": acted_from.cpu().numpy()},
             lives_lost=lives_lost,
         )
+        episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
         if self.episode_callbacks is not None:
-            ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)
+            if isinstance(self.episode_callbacks, TeamEpisodeCallbacks):
+                ended = self.episode_callbacks.step(actions, rewards, next_observations, infos)
+            else:
+                ended = self._run_episode_callbacks(actions, rewards, terminated, truncated, next_observations, infos)
             episodes = [dataclasses.replace(episode, custom_metrics=ended[episode.env_index].custom_metrics,
                                             hist_data=ended[episode.env_index].hist_data) for episode in episodes]
             if batch is not None:
                 self.episode_callbacks.postprocess(batch)
-        episodes = infos.get("team_episodes", episodes)  # a multi-agent env's, over all its agents
         if self.joint_rows and batch is not None:
             batch = joint_transitions(batch, self.envs.agents)
         self._observations = next_observations

@@ -46,19 +46,30 @@ class Episode:
         self.last_action: Any = None
         self.last_reward: float | None = None
         self.last_info: dict[str, Any] = {}
+        self.agent_rewards: dict[str, float] = {}
+        """A multi-agent env's: each agent's return so far (``total_reward`` is the team's)."""
 
     def last_observation_for(self, agent_id: Any = None) -> Any:
-        """RLlib's spelling of ``last_observation`` (one agent here)."""
-        return self.last_observation
+        """RLlib's spelling of ``last_observation``; on a multi-agent env, ``agent_id``'s own
+        (the episode's ``last_observation`` is then a dict by agent, of those that acted)."""
+        return _for(self.last_observation, agent_id)
 
     def last_raw_obs_for(self, agent_id: Any = None) -> Any:
         """The env's own last observation: the same as ``last_observation_for``, since the
         hooks see observations before any preprocessing."""
-        return self.last_observation
+        return self.last_observation_for(agent_id)
+
+    def last_action_for(self, agent_id: Any = None) -> Any:
+        return _for(self.last_action, agent_id)
 
     def last_info_for(self, agent_id: Any = None) -> dict[str, Any]:
-        """The ``info`` of the env's last step."""
-        return self.last_info
+        """The ``info`` of the env's last step (an agent's, on a multi-agent env: its reward)."""
+        return _for(self.last_info, agent_id)
+
+
+def _for(value: Any, agent_id: Any) -> Any:
+    """``value[agent_id]`` where ``agent_id`` is given and ``value`` is by agent, else ``value``."""
+    return value[agent_id] if agent_id is not None and isinstance(value, dict) and agent_id in value else value
 
 
 class SampleBatchView:
@@ -140,3 +151,47 @@ class EpisodeCallbacks:
         episode = self.episodes.pop(env_index)
         self._call("on_episode_end", episode)
         return episode
+
+
+class TeamEpisodeCallbacks:
+    """The child-side hooks on a multi-agent env (``a3c.lib.multiagent.AgentSlots``, a slot per
+    agent of each env): one episode per env over all its agents, as RLlib's multi-agent
+    episode. Its last observation, action and info are dicts by agent (of those that acted at
+    the step; ``last_observation_for(agent_id)``), its reward the team's, ``agent_rewards``
+    each agent's return so far; ``env_index`` is the env's."""
+
+    def __init__(self, callbacks: Sequence[Any], env: Any, worker_index: int, observations: np.ndarray):
+        self.hooks = EpisodeCallbacks(callbacks, env, worker_index)
+        self.names = env.joint_envs[0].spaces.agents
+        self.size = env.joint_envs[0].spaces.observation_size
+        for index in range(len(env.joint_envs)):
+            self.hooks.start(index, self._by_agent(observations, index, np.ones(len(self.names), bool)))
+
+    def _by_agent(self, rows: np.ndarray, index: int, acted: np.ndarray) -> dict[str, np.ndarray]:
+        """Each agent's own observation out of its slot's row (past any global state, before
+        its one-hot index), for the agents that ``acted``."""
+        agents = len(self.names)
+        own = rows[index * agents:(index + 1) * agents, -(self.size + agents):-agents]
+        return {name: own[slot] for slot, name in enumerate(self.names) if acted[slot]}
+
+    def step(self, actions: np.ndarray, rewards: np.ndarray, next_observations: np.ndarray,
+             infos: dict) -> dict[int, Episode]:
+        """The hooks for this step of every env; the episodes that ended, by env."""
+        agents, ended = len(self.names), {}
+        for index, over in enumerate(infos["team_over"]):
+            rows = slice(index * agents, (index + 1) * agents)
+            acted = infos["active"][rows]
+            episode = self.hooks.episodes[index]
+            agent_rewards = {name: float(reward) for name, reward, took in zip(self.names, rewards[rows], acted) if took}
+            for name, reward in agent_rewards.items():
+                episode.agent_rewards[name] = episode.agent_rewards.get(name, 0.0) + reward
+            self.hooks.step(index, self._by_agent(infos["final_obs"], index, acted),
+                            {name: actions[rows][slot] for slot, name in enumerate(self.names) if acted[slot]},
+                            sum(agent_rewards.values()), {name: {"reward": reward} for name, reward in agent_rewards.items()})
+            if over:
+                ended[index] = self.hooks.end(index)
+                self.hooks.start(index, self._by_agent(next_observations, index, np.ones(agents, bool)))
+        return ended
+
+    def postprocess(self, batch: Any) -> None:
+        self.hooks.postprocess(batch)

@@ -244,7 +244,8 @@ class AgentSlots(VectorEnv):
     A slot's reward is its agent's; it terminates (or is truncated) at the step its agent
     finishes. Until its env ends it is idle: ``infos["active"]`` is False there, its
     observation zeros, its action ignored. ``infos["team_episodes"]`` lists the episodes
-    that ended at this step. With ``global_state`` each slot's observation starts with every
+    that ended at this step (``env_index``: their env's) and ``infos["team_over"]`` says which
+    envs ended. With ``global_state`` each slot's observation starts with every
     agent's own observation of its env side by side (``with_global_state``), for a critic
     that sees them all.
     """
@@ -275,15 +276,16 @@ class AgentSlots(VectorEnv):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         actions = np.asarray(actions).reshape(len(self.joint_envs), self.agents)
         observations, final_observations, rewards, terminated, truncated, active = [], [], [], [], [], []
-        episodes = []
+        episodes, over_now = [], []
         for index, env in enumerate(self.joint_envs):
             joint, _, over, cut, info = env.step(actions[index])
             self._returns[index] += info["agent_rewards"]
             self._lengths[index] += 1
             final_observations.append(self._rows(joint))
+            over_now.append(over or cut)
             if over or cut:
                 episodes.append(EpisodeResult(float(self._returns[index].sum()), int(self._lengths[index]),
-                                              tuple(float(value) for value in self._returns[index])))
+                                              tuple(float(value) for value in self._returns[index]), env_index=index))
                 self._returns[index] = 0.0
                 self._lengths[index] = 0
                 joint, _ = env.reset()
@@ -293,7 +295,7 @@ class AgentSlots(VectorEnv):
             truncated.append(info["agent_truncated"])
             active.append(info["active"])
         infos = {"final_obs": np.concatenate(final_observations), "active": np.concatenate(active),
-                 "team_episodes": episodes}
+                 "team_episodes": episodes, "team_over": np.array(over_now)}
         return (np.concatenate(observations), np.concatenate(rewards), np.concatenate(terminated),
                 np.concatenate(truncated), infos)
 

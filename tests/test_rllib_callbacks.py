@@ -160,3 +160,36 @@ def test_a_reward_shaped_in_the_workers_is_the_one_the_learners_steps_train_on(t
     rows = (config.envs_per_process * config.processes * config.rollout_length // config.minibatches
             if algo == "ppo" else config.batch_size)  # a minibatch of a rollout, or a batch
     assert set(seen.counts) == {rows}, (seen.counts[:5], rows)
+
+
+class TeamHooks(a3c.Callback):
+    """The episode hooks on the two-step game: one episode per env over both agents."""
+
+    def on_episode_start(self, *, episode, **kwargs):
+        episode.user_data["start"] = episode.last_observation_for("agent_0")
+        episode.user_data["seen"] = set()
+
+    def on_episode_step(self, *, episode, **kwargs):
+        episode.user_data["seen"] |= set(episode.last_observation)  # the agents that acted
+        assert episode.last_info_for("agent_1")["reward"] == episode.last_reward / 2  # each gets half
+
+    def on_episode_end(self, *, episode, env_index, **kwargs):
+        episode.custom_metrics["length"] = episode.length
+        episode.custom_metrics["team"] = episode.total_reward
+        episode.custom_metrics["agent_0"] = episode.agent_rewards["agent_0"]
+        episode.custom_metrics["start_state"] = float(np.argmax(episode.user_data["start"]))
+        episode.custom_metrics["start_width"] = float(len(episode.user_data["start"]))
+        episode.custom_metrics["agents"] = float(len(episode.user_data["seen"]))
+
+
+@pytest.mark.parametrize("algo", ["ppo", "mappo", "qmix"])  # own rows, rows led by every agent's, joint rows
+def test_the_episode_hooks_run_on_a_multi_agent_env_one_episode_per_env(tmp_path, algo):
+    with Trainer(env="TwoStepGame", algo=algo, backend="serial", logdir=str(tmp_path), stop_reward=1e9,
+                 callbacks=[TeamHooks()]) as trainer:
+        result = trainer.train(frames=400)
+    metrics = result["custom_metrics"]
+    assert (metrics["length_min"], metrics["length_max"]) == (2.0, 2.0)  # every episode: two steps
+    assert metrics["agents_min"] == 2.0 and metrics["start_state_max"] == 0.0  # both act; state 1 first
+    assert metrics["start_width_max"] == 3.0  # the agent's own one-hot, not its row (index, global state)
+    assert metrics["team_mean"] == pytest.approx(2 * metrics["agent_0_mean"])  # each agent gets half
+    assert metrics["team_mean"] == pytest.approx(result["episode_reward_mean"])
