@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -80,19 +80,22 @@ class SampleBatchView:
     COLUMNS: ClassVar[dict[str, str]] = {"obs": "states", "actions": "actions", "rewards": "rewards",
                                          "dones": "dones", "terminateds": "dones", "new_obs": "last_states"}
 
-    def __init__(self, batch: Any):
+    def __init__(self, batch: Any, rows: np.ndarray | None = None):
         self._batch = batch
+        self._rows = slice(None) if rows is None else rows
+        """The rows it shows (one agent's, say); an assignment writes them in the batch."""
 
     @property
     def count(self) -> int:
-        return len(self._batch.rewards)
+        return len(self._batch.rewards[self._rows])
 
     def __getitem__(self, name: str) -> Any:
-        return getattr(self._batch, self.COLUMNS[name])
+        return getattr(self._batch, self.COLUMNS[name])[self._rows]
 
     def __setitem__(self, name: str, values: Any) -> None:
         column = getattr(self._batch, self.COLUMNS[name])
-        column[...] = np.asarray(values, dtype=column.dtype).reshape(column.shape)
+        shape = column[self._rows].shape
+        column[self._rows] = np.asarray(values, dtype=column.dtype).reshape(shape)
 
     def keys(self) -> list[str]:
         return [name for name, field in self.COLUMNS.items() if getattr(self._batch, field) is not None]
@@ -130,15 +133,16 @@ class EpisodeCallbacks:
         episode.last_info = info
         self._call("on_episode_step", episode)
 
-    def postprocess(self, batch: Any) -> None:
+    def postprocess(self, batch: Any, parts: Sequence[tuple[np.ndarray, Any, str]] | None = None) -> None:
         """``on_postprocess_trajectory``, then ``on_sample_end``, on a batch of rows before it
         is sent, as RLlib's rollout workers call them (``postprocessed_batch`` and ``samples``:
-        a ``SampleBatchView`` whose columns may be assigned)."""
-        view = SampleBatchView(batch)
-        for hook, arguments in (("on_postprocess_trajectory", {
-                "worker": self.worker, "episode": None, "agent_id": 0, "policy_id": "default_policy",
-                "policies": None, "postprocessed_batch": view, "original_batches": {}}),
-                ("on_sample_end", {"worker": self.worker, "samples": view})):
+        a ``SampleBatchView`` whose columns may be assigned). ``parts``: the batch's rows by
+        agent, (rows, agent id, policy id), each postprocessed apart, as RLlib does."""
+        calls = [("on_postprocess_trajectory", {
+            "worker": self.worker, "episode": None, "agent_id": agent_id, "policy_id": policy_id, "policies": None,
+            "postprocessed_batch": SampleBatchView(batch, rows), "original_batches": {}})
+            for rows, agent_id, policy_id in (parts or [(None, 0, "default_policy")])]
+        for hook, arguments in (*calls, ("on_sample_end", {"worker": self.worker, "samples": SampleBatchView(batch)})):
             for callback in self.callbacks:
                 try:
                     call_hook(getattr(callback, hook), arguments)
@@ -158,10 +162,14 @@ class TeamEpisodeCallbacks:
     agent of each env): one episode per env over all its agents, as RLlib's multi-agent
     episode. Its last observation, action and info are dicts by agent (of those that acted at
     the step; ``last_observation_for(agent_id)``), its reward the team's, ``agent_rewards``
-    each agent's return so far; ``env_index`` is the env's."""
+    each agent's return so far; ``env_index`` is the env's. ``on_postprocess_trajectory`` runs
+    on each agent's rows apart, with its ``agent_id`` and ``policy_id``."""
 
-    def __init__(self, callbacks: Sequence[Any], env: Any, worker_index: int, observations: np.ndarray):
+    def __init__(self, callbacks: Sequence[Any], env: Any, worker_index: int, observations: np.ndarray,
+                 policy_of: Callable[[int], str] | None = None):
         self.hooks = EpisodeCallbacks(callbacks, env, worker_index)
+        self.policy_of = policy_of or (lambda agent: "default_policy")
+        """Agent ``i``'s policy's name (the acting net's mapping, ``--policies``)."""
         self.names = env.joint_envs[0].spaces.agents
         self.size = env.joint_envs[0].spaces.observation_size
         for index in range(len(env.joint_envs)):
@@ -194,4 +202,8 @@ class TeamEpisodeCallbacks:
         return ended
 
     def postprocess(self, batch: Any) -> None:
-        self.hooks.postprocess(batch)
+        """The batch's rows by agent (each row ends with its agent's one-hot index), each
+        postprocessed apart, then the whole batch's ``on_sample_end``."""
+        owners = np.argmax(batch.states[:, -len(self.names):], axis=1)
+        self.hooks.postprocess(batch, [(np.flatnonzero(owners == slot), name, self.policy_of(slot))
+                                       for slot, name in enumerate(self.names) if (owners == slot).any()])

@@ -69,6 +69,10 @@ class PolicyMap(nn.Module):
         index = [self.policy_names.index(policy) for policy in agent_policies]
         self.register_buffer("agent_policy", torch.tensor(index, dtype=torch.int64), persistent=False)
 
+    def policy_of(self, agent: int) -> str:
+        """The name of agent ``agent``'s (its index's) policy."""
+        return self.policy_names[int(self.agent_policy[agent])]
+
     def policy_rows(self, observations: torch.Tensor) -> torch.Tensor:
         """The policy index of each row of (N, size + agents) observations."""
         return self.agent_policy[observations[:, -self.agents:].argmax(dim=1)]

@@ -139,12 +139,13 @@ class LearnerSees(a3c.Callback):
     """RLlib's on_learn_on_batch: the rows each optimizer step trained on."""
 
     def __init__(self):
-        self.counts, self.rewards, self.actions = [], [], []
+        self.counts, self.rewards, self.actions, self.observations = [], [], [], []
 
     def on_learn_on_batch(self, *, policy, train_batch, result, **kwargs):
         self.counts.append(train_batch.count)
         self.rewards.extend(train_batch["rewards"].tolist())
         self.actions.extend(train_batch["actions"].tolist())
+        self.observations.extend(train_batch["obs"])
 
 
 @pytest.mark.parametrize("algo, backend", [("a3c", "serial"), ("a3c", "mp"), ("ppo", "serial"), ("dqn", "serial")])
@@ -180,6 +181,32 @@ class TeamHooks(a3c.Callback):
         episode.custom_metrics["start_state"] = float(np.argmax(episode.user_data["start"]))
         episode.custom_metrics["start_width"] = float(len(episode.user_data["start"]))
         episode.custom_metrics["agents"] = float(len(episode.user_data["seen"]))
+
+
+class AgentRows(a3c.Callback):
+    """RLlib postprocesses each agent's rows apart: agent_1's rewards are marked there; the
+    policy each agent maps to is ``policies``'."""
+
+    def __init__(self, policies):
+        self.policies = policies
+
+    def on_postprocess_trajectory(self, *, agent_id, policy_id, postprocessed_batch, **kwargs):
+        assert postprocessed_batch.count > 0 and policy_id == self.policies[agent_id]  # in the worker: ends the run
+        if agent_id == "agent_1":
+            postprocessed_batch["rewards"] = np.full(postprocessed_batch.count, -5.0)
+
+
+@pytest.mark.parametrize("policies, names", [("per-agent", {"agent_0": "agent_0", "agent_1": "agent_1"}),
+                                             ("shared", {"agent_0": "shared", "agent_1": "shared"})])
+def test_each_agents_rows_are_postprocessed_apart_with_its_policy(tmp_path, policies, names):
+    seen = LearnerSees()
+    with Trainer(env="TwoStepGame", algo="ppo", policies=policies, backend="serial", logdir=str(tmp_path),
+                 stop_reward=1e9, callbacks=[AgentRows(names), seen]) as trainer:
+        while not seen.counts:  # a rollout's steps
+            trainer.train(frames=500)
+    agents = [np.argmax(row[-2:]) for row in seen.observations]  # each row ends with its agent's index
+    rewards = {agent: {reward for reward, owner in zip(seen.rewards, agents) if owner == agent} for agent in (0, 1)}
+    assert rewards[1] == {-5.0} and -5.0 not in rewards[0] and rewards[0]
 
 
 @pytest.mark.parametrize("algo", ["ppo", "mappo", "qmix"])  # own rows, rows led by every agent's, joint rows
