@@ -22,7 +22,7 @@ from a3c.lib.experience import EpisodeResult, NStepAccumulator, TransitionBatch
 from a3c.lib.models import evaluate
 from a3c.lib.multiagent import joint_transitions
 from a3c.lib.normalize import RewardScaler
-from a3c.lib.policies import PolicyMap
+from a3c.lib.policies import policy_names
 from a3c.lib.recurrent import is_recurrent
 from a3c.lib.recurrent import step as recurrent_step
 
@@ -112,7 +112,7 @@ class VectorActor:
         self.episode_callbacks: EpisodeCallbacks | TeamEpisodeCallbacks | None = None
         if callbacks and hasattr(self.envs, "agents"):  # an episode an env, over all its agents
             self.episode_callbacks = TeamEpisodeCallbacks(callbacks, self.envs, worker_index, self._observations,
-                                                          net.policy_of if isinstance(net, PolicyMap) else None)
+                                                          policy_names(net))
         elif callbacks:  # single-agent envs: an episode an env
             self.episode_callbacks = EpisodeCallbacks(callbacks, self.envs, worker_index)
             self._callback_resetting = np.zeros(self.envs.num_envs, dtype=bool)

@@ -229,7 +229,8 @@ class EnvInfo:
     """The images in a flattened observation, each read by a conv net of its own (``a3c.lib.models``)."""
     action_mask: tuple[int, int] | None = None
     """Where a Dict observation's ``action_mask`` lies in the flattened row, (offset, size)
-    (``a3c.lib.action_masks``); None without one."""
+    (``a3c.lib.action_masks``), the offset from the row's end where negative (a multi-agent
+    env's, whose rows may lead with the global state); None without one."""
 
     @property
     def continuous(self) -> bool:
@@ -370,7 +371,12 @@ def _describe_multiagent(env_id: str, global_state: bool) -> EnvInfo:
         raise EnvError(str(exc)) from exc
     finally:
         parallel_env.close()
+    mask = None
+    if spaces.mask is not None:  # counted from the row's end: play's rows lack the global state workers' have
+        offset, size = spaces.mask
+        mask = (offset - spaces.observation_size - len(spaces.agents), size)
     return EnvInfo(env_id=env_id, observation_shape=(observation_width(spaces, global_state),),
                    observation_dtype="float32", n_actions=spaces.n_actions, atari=False, frames_per_step=1,
                    reward_threshold=reward_threshold(env_id), agents=spaces.agents,
-                   global_state_size=len(spaces.agents) * spaces.observation_size if global_state else 0)
+                   global_state_size=len(spaces.agents) * spaces.observation_size if global_state else 0,
+                   raw_observation_space=spaces.observation_space, action_mask=mask)

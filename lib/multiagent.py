@@ -25,6 +25,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from a3c.lib.experience import EpisodeResult, TransitionBatch
+from a3c.lib.observations import MASK_KEY, mask_columns
 
 TWO_STEP_GAME = "TwoStepGame"
 
@@ -140,6 +141,17 @@ class AgentSpaces:
     agents: tuple[str, ...]
     observation_size: int
     n_actions: int
+    observation_space: gym.Space | None = None
+    """The agents' Dict space where their observations are flattened (one with an
+    ``action_mask``: RLlib's and PettingZoo's convention); None for a flat Box."""
+    mask: tuple[int, int] | None = None
+    """Where the ``action_mask`` lies in an agent's flattened observation: (offset, size)."""
+
+    def flat(self, observation: Any) -> np.ndarray:
+        """An agent's observation as its row's own part: flattened where it is a Dict."""
+        if self.observation_space is None:
+            return np.asarray(observation, np.float32)
+        return gym.spaces.flatten(self.observation_space, observation).astype(np.float32)
 
 
 def agent_spaces(env_id: str, parallel_env: Any) -> AgentSpaces:
@@ -156,9 +168,14 @@ def agent_spaces(env_id: str, parallel_env: Any) -> AgentSpaces:
     if not isinstance(action_space, gym.spaces.Discrete):
         raise MultiAgentEnvError(f"{env_id} has {type(action_space).__name__} actions; only Discrete "
                                  f"actions are supported")
+    if isinstance(observation_space, gym.spaces.Dict) and MASK_KEY in observation_space.spaces:
+        mask = mask_columns(observation_space)
+        if mask[1] != action_space.n:
+            raise MultiAgentEnvError(f"{env_id}'s action_mask has {mask[1]} values; it needs one per action ({action_space.n})")
+        return AgentSpaces(agents, gym.spaces.flatdim(observation_space), int(action_space.n), observation_space, mask)
     if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
         raise MultiAgentEnvError(f"{env_id}'s agents observe {observation_space}; the nets need a flat "
-                                 f"vector")
+                                 f"vector, or a Dict with an action_mask")
     return AgentSpaces(agents, int(observation_space.shape[0]), int(action_space.n))
 
 
@@ -206,7 +223,7 @@ class JointEnv(gym.Env):
         joint = np.zeros((len(self.spaces.agents), self.spaces.observation_size), np.float32)
         for index, agent in enumerate(self.spaces.agents):
             if acted[index] and agent in observations:
-                joint[index] = observations[agent]
+                joint[index] = self.spaces.flat(observations[agent])
         return with_agent_index(joint)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:

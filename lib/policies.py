@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
+from a3c.lib.action_masks import ActionMasked
+
 SHARED = "shared"
 PER_AGENT = "per-agent"
 
@@ -99,3 +101,10 @@ def _scatter(parts: list[tuple[torch.Tensor, torch.Tensor]], rows: int) -> torch
     for chosen, values in parts:
         joined[chosen] = values
     return joined
+
+
+def policy_names(net: nn.Module) -> Callable[[int], str] | None:
+    """Agent ``i``'s policy's name by ``net``'s mapping, where ``net`` (or the net a mask wraps,
+    ``a3c.lib.action_masks``) is a ``PolicyMap``; None for a net of the agents together."""
+    inner = net.net if isinstance(net, ActionMasked) else net
+    return inner.policy_of if isinstance(inner, PolicyMap) else None

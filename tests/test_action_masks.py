@@ -12,7 +12,7 @@ from torch import nn
 from a3c import Trainer
 from a3c.algos import get_algorithm
 from a3c.algos.dqn.exploration import epsilon_greedy
-from a3c.config import make_config
+from a3c.config import ConfigError, make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
 from a3c.lib.envs import describe_env
@@ -125,3 +125,28 @@ def test_the_observation_check_steps_with_valid_actions_only(env):
 
     for seed in range(10):  # the env raises on an invalid action; the space's own draws hit one by seed 1
         assert check_observations(gym.make(env), seed, steps=20) is None
+
+
+MASKED_AGENTS = "tests.parallel_envs.masked_choice"
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("algo", ["ppo", "mappo"])
+def test_several_agents_learn_their_masked_choices_without_an_invalid_action(algo):
+    # each agent's Dict is flattened into its row (a mappo row leads with both agents'); the mask
+    # is found from the row's end, so play's rows without the global state read it too
+    with Trainer(env=MASKED_AGENTS, algo=algo, backend="serial", processes=1, envs_per_process=4,
+                 max_frames=30_000, logdir=tempfile.mkdtemp(), name="m", stop_reward=16.0, seed=1) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+        assert result["reason"] == "solved", result.get("message")  # random valid play: about 9.3 of 20
+        actions = trainer.compute_actions({"a": {"observation": np.eye(4, dtype=np.float32)[2],
+                                                 "action_mask": np.array([1, 0, 1, 0], np.float32)}}, greedy=True)
+        assert actions == {"a": 2}
+
+
+def test_the_q_learners_of_several_agents_refuse_a_mask_in_one_line():
+    from a3c.preflight import preflight
+
+    with pytest.raises(ConfigError, match="agents observe an action_mask, which --algo qmix's nets do not read yet"):
+        preflight(make_config(name="m", env=MASKED_AGENTS, algo="qmix"))

@@ -164,7 +164,12 @@ class Algorithm:
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
         nets = {name: self.build_policy_net(env_info, settings) for name in dict.fromkeys(agent_policies)}
-        return PolicyMap(nets, agent_policies)
+        policies = PolicyMap(nets, agent_policies)
+        if env_info.action_mask is None:
+            return policies
+        from a3c.lib.action_masks import ActionMasked
+
+        return ActionMasked(policies, env_info.action_mask, q_values=self.head_is_q_values)
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """One policy's net."""

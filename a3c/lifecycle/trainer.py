@@ -329,14 +329,13 @@ class Trainer:
         if not isinstance(observations, Mapping):
             for observation in observations:
                 check_observation_size(env_info, self.config.frame_stack, observation)
-        if env_info.raw_observation_space is not None:
-            observations = np.stack([flattened(env_info.raw_observation_space, observation)
-                                     for observation in observations])
-        if isinstance(observations, Mapping):
-            agents = self._shared.env_info.agents
-            rows = agent_rows(observations, agents)
+        raw_space = env_info.raw_observation_space
+        if isinstance(observations, Mapping):  # each agent's own, flattened where its space is a Dict
+            rows = agent_rows({agent: flattened(raw_space, seen) for agent, seen in observations.items()}, env_info.agents)
             actions = policy_actions(self.net, self.algorithm, rows, greedy)
             return {agent: int(action) for agent, action in zip(observations, actions)}
+        if raw_space is not None:
+            observations = np.stack([flattened(raw_space, observation) for observation in observations])
         return policy_actions(self.net, self.algorithm, observations, greedy)
 
     def export_policy(self, directory: str | Path, format: str = "torchscript") -> Path:
