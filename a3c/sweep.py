@@ -142,8 +142,7 @@ def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial
                          "grid_names": list(grid or {})},
             tune_config=tune.TuneConfig(max_concurrent_trials=at_once,
                                         num_samples=1 if plan.search == "grid" else plan.samples,
-                                        scheduler=make_scheduler(plan.scheduler, grid or {}, plan.metric, "max",
-                                                                 plan.interval, plan.quantile),
+                                        scheduler=make_scheduler(plan, grid or {}),
                                         search_alg=make_searcher(plan)),
             run_config=tune.RunConfig(name="tune", storage_path=str(storage.resolve()), verbose=0),
         )

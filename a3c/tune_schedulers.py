@@ -29,6 +29,9 @@ class Plan:
 
     def check(self, grid: dict[str, list[Any]]) -> None:
         """ConfigError, before Ray starts, for a plan that cannot run."""
+        if self.scheduler not in SCHEDULERS or self.search not in SEARCHES:
+            raise ConfigError(f"a sweep's scheduler is one of {', '.join(SCHEDULERS)} and its search one of "
+                              f"{', '.join(SEARCHES)}, got {self.scheduler!r} and {self.search!r}")
         if self.interval < 1:
             raise ConfigError(f"--interval must be >= 1, got {self.interval}")
         if not 0 < self.quantile <= 0.5:
@@ -57,27 +60,22 @@ def make_searcher(plan: Plan) -> Any | None:
     return OptunaSearch(metric=plan.metric, mode="max")
 
 
-def make_scheduler(name: str, grid: dict[str, list[Any]], metric: str, mode: str, interval: int,
-                   quantile: float) -> Any | None:
-    """Tune's scheduler ``name`` ranking trials by ``metric`` (``mode`` max or min) over
-    ``training_iteration``: None for fifo; ASHA, whose first rung is at ``interval`` iterations
-    (then 3x, 9x, ...: a trial below the rung's top third stops there); PBT, which every
-    ``interval`` iterations gives each trial in the bottom ``quantile`` a top one's
-    checkpoint and settings with one of the ``grid`` settings moved to a neighbouring value
-    of its list (or drawn from it anew). ConfigError for PBT without a grid to perturb."""
-    if name not in SCHEDULERS:
-        raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {name!r}")
-    if name == "fifo":
+def make_scheduler(plan: Plan, grid: dict[str, list[Any]]) -> Any | None:
+    """Tune's scheduler of a checked ``plan``, ranking trials by its metric (higher better)
+    over ``training_iteration``: None for fifo; ASHA, whose first rung is at ``plan.interval``
+    iterations (then 3x, 9x, ...: a trial below the rung's top third stops there); PBT, which
+    every ``plan.interval`` iterations gives each trial in the bottom ``plan.quantile`` a top
+    one's checkpoint and settings with one of the ``grid`` settings moved to a neighbouring
+    value of its list (or drawn from it anew)."""
+    if plan.scheduler == "fifo":
         return None
     from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 
-    if name == "asha":
-        return ASHAScheduler(time_attr="training_iteration", metric=metric, mode=mode, grace_period=interval,
-                             reduction_factor=3)
-    if not grid:
-        raise ConfigError("--scheduler pbt perturbs the --grid settings: give at least one --grid")
-    return PopulationBasedTraining(time_attr="training_iteration", metric=metric, mode=mode,
-                                   perturbation_interval=interval, quantile_fraction=quantile,
+    if plan.scheduler == "asha":
+        return ASHAScheduler(time_attr="training_iteration", metric=plan.metric, mode="max",
+                             grace_period=plan.interval, reduction_factor=3)
+    return PopulationBasedTraining(time_attr="training_iteration", metric=plan.metric, mode="max",
+                                   perturbation_interval=plan.interval, quantile_fraction=plan.quantile,
                                    hyperparam_mutations={"trial": dict(grid)})
 
 

@@ -47,7 +47,7 @@ class ActionMasked(nn.Module):
         """``head`` (float32) with each row's masked actions at ``MASKED``; ``observations`` are
         the rows it was computed from (a recurrent learner's rerun masks its heads this way)."""
         offset, size = self.columns
-        valid = observations[:, offset:offset + size if offset + size or offset >= 0 else None] > 0.5
+        valid = observations[:, offset:(offset + size) or None] > 0.5  # an offset from the row's end may end it
         return head.float().masked_fill(~valid, MASKED)
 
 

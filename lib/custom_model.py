@@ -140,7 +140,7 @@ def check_custom_model(env_info: EnvInfo, model: Mapping[str, Any] | None) -> No
     name = model["custom_model"]
     try:
         features = custom_features(env_info, model)
-        space = model_space(env_info)
+        space = features.space
         samples = [space.sample() for _ in range(2)]
         rows = torch.as_tensor(np.stack([gym.spaces.flatten(space, sample) if env_info.raw_observation_space is not None
                                          else sample for sample in samples]))

@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from a3c.lib.experience import EpisodeResult, TransitionBatch
-from a3c.lib.observations import MASK_KEY, mask_columns
+from a3c.lib.observations import MASK_KEY, flattened, mask_columns
 
 TWO_STEP_GAME = "TwoStepGame"
 
@@ -147,12 +147,6 @@ class AgentSpaces:
     mask: tuple[int, int] | None = None
     """Where the ``action_mask`` lies in an agent's flattened observation: (offset, size)."""
 
-    def flat(self, observation: Any) -> np.ndarray:
-        """An agent's observation as its row's own part: flattened where it is a Dict."""
-        if self.observation_space is None:
-            return np.asarray(observation, np.float32)
-        return gym.spaces.flatten(self.observation_space, observation).astype(np.float32)
-
 
 def agent_spaces(env_id: str, parallel_env: Any) -> AgentSpaces:
     """What every agent observes and does; MultiAgentEnvError when they differ, or when the
@@ -223,7 +217,7 @@ class JointEnv(gym.Env):
         joint = np.zeros((len(self.spaces.agents), self.spaces.observation_size), np.float32)
         for index, agent in enumerate(self.spaces.agents):
             if acted[index] and agent in observations:
-                joint[index] = self.spaces.flat(observations[agent])
+                joint[index] = flattened(self.spaces.observation_space, observations[agent])
         return with_agent_index(joint)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from a3c.lib.observations import MASK_KEY, STRUCTURED, random_valid_action
+from a3c.lib.observations import STRUCTURED, mask_of, random_valid_action, valid_sample
 
 if TYPE_CHECKING:
     from a3c.lib.envs import EnvInfo
@@ -99,18 +99,11 @@ def check_agent_observations(parallel_env: Any, seed: int, steps: int = CHECKED_
         if not acting:
             observations, _ = parallel_env.reset()
             acting = parallel_env.agents
-        actions = {agent: valid_sample(parallel_env.action_space(agent), observations.get(agent)) for agent in acting}
+        actions = {agent: valid_sample(parallel_env.action_space(agent), mask_of(observations.get(agent)))
+                   for agent in acting}
         observations, *_ = parallel_env.step(actions)
         problem = first_problem(observations, f"step {step}")
     return problem
-
-
-def valid_sample(space: gym.Space, observation: Any) -> Any:
-    """A random action of ``space``, among those the ``observation``'s ``action_mask`` allows
-    where it has one (a masked env may refuse the others)."""
-    if isinstance(observation, Mapping) and MASK_KEY in observation:
-        return space.sample(mask=np.asarray(observation[MASK_KEY]).astype(np.int8))
-    return space.sample()
 
 
 def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any) -> None:

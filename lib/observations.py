@@ -4,7 +4,7 @@ last N observations stacked (``StackedObservations``, ``--frame-stack``)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, SupportsFloat
 
@@ -226,12 +226,21 @@ class MaskInObservation(gym.ObservationWrapper):
 def random_valid_action(env: gym.Env, observation: Any) -> Any:
     """A random action of ``env``'s, among those its last ``observation``'s ``action_mask``
     (or its ``action_masks()``) allows where it has one."""
-    space = env.action_space
-    if isinstance(observation, dict) and MASK_KEY in observation:
-        mask = observation[MASK_KEY]
-    elif has_action_masks(env):
+    mask = mask_of(observation)
+    if mask is None and has_action_masks(env):
         mask = env.get_wrapper_attr("action_masks")()
-    else:
+    return valid_sample(env.action_space, mask)
+
+
+def mask_of(observation: Any) -> Any | None:
+    """An observation's ``action_mask`` where it is a Dict holding one."""
+    return observation[MASK_KEY] if isinstance(observation, Mapping) and MASK_KEY in observation else None
+
+
+def valid_sample(space: gym.Space, mask: Any | None) -> Any:
+    """A random action of ``space`` among those ``mask`` (1: allowed; stacked masks end with
+    the current one) allows; any action without a mask."""
+    if mask is None:
         return space.sample()
     actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
     allowed = np.asarray(mask).reshape(-1)[-actions:].astype(np.int8)  # stacked: the current observation's

@@ -195,12 +195,12 @@ def test_optuna_draws_the_grid_settings_and_the_seed_and_keeps_the_rest(capsys):
 
 def test_the_schedulers_rank_by_the_metric_over_iterations():
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    from a3c.tune_schedulers import make_scheduler
+    from a3c.tune_schedulers import Plan, make_scheduler
 
-    assert make_scheduler("fifo", {}, "episode_reward_mean", "max", 4, 0.25) is None
-    asha = make_scheduler("asha", {}, "episode_reward_mean", "max", 2, 0.25)
+    assert make_scheduler(Plan(), {}) is None
+    asha = make_scheduler(Plan(scheduler="asha", interval=2), {})
     assert (asha._time_attr, asha._metric, asha._mode) == ("training_iteration", "episode_reward_mean", "max")
     assert [rung for rung, _ in asha._brackets[0]._rungs] == [54, 18, 6, 2]  # from the interval, thrice each
-    pbt = make_scheduler("pbt", {"lr": [1e-3, 3e-3]}, "episode_reward_mean", "max", 3, 0.5)
+    pbt = make_scheduler(Plan(scheduler="pbt", interval=3, quantile=0.5), {"lr": [1e-3, 3e-3]})
     assert pbt._perturbation_interval == 3 and pbt._quantile_fraction == 0.5
     assert pbt._hyperparam_mutations == {"trial": {"lr": [1e-3, 3e-3]}}

@@ -166,17 +166,18 @@ class ProcessPool(WorkerPool):
         answers: dict[int, CallResult] = {}
         held: list[Any] = []
         deadline = time.monotonic() + timeout
-        while len(answers) < len(asked):
-            if time.monotonic() > deadline:
-                self._salvaged.extendleft(reversed(held))
-                raise TimeoutError(f"foreach_worker: workers {sorted(set(asked) - set(answers))} did not answer "
-                                   f"in {timeout:g} s")
-            message = self.get(timeout=0.5)
-            if isinstance(message, CallResult) and message.call_id == call.call_id:
-                answers[message.worker_id] = message
-            elif message is not None and not isinstance(message, CallResult):  # an older call's answer: dropped
-                held.append(message)
-        self._salvaged.extendleft(reversed(held))  # the learner takes them next, in order
+        try:
+            while len(answers) < len(asked):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"foreach_worker: workers {sorted(set(asked) - set(answers))} did not "
+                                       f"answer in {timeout:g} s")
+                message = self.get(timeout=0.5)
+                if isinstance(message, CallResult) and message.call_id == call.call_id:
+                    answers[message.worker_id] = message
+                elif message is not None and not isinstance(message, CallResult):  # an older call's answer: dropped
+                    held.append(message)
+        finally:
+            self._salvaged.extendleft(reversed(held))  # the learner takes them next, in order
         return list(answers.values())
 
     def set_env_task(self, task: Any) -> None:
