@@ -8,6 +8,11 @@ threads), so Tune runs as many at once as the cores hold. Every trial's TensorBo
 goes under one folder, ``--logdir/NAME``. Needs the ``tune`` extra (``pip install -e
 ".[tune]"``); the base install does not. Without ``--ray-address`` a local Ray starts for
 the sweep, on 127.0.0.1, without its dashboard, and stops with it.
+
+``--scheduler`` picks Tune's trial scheduler (ASHA stops trials that trail early;
+population-based training copies the leaders' weights and settings into the laggards and
+perturbs them) and ``--search`` the trials (every combination of the grid, or Optuna's TPE
+drawing ``--samples`` of them from the grid's values): a ``Plan``.
 """
 from __future__ import annotations
 
@@ -17,19 +22,85 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a3c.config import KEYWORDS, ConfigError, make_config, stop_pair, value_type
 from a3c.transport.ray_cluster import check_address, connect, disconnect
-from a3c.tune_schedulers import (
-    SCHEDULERS,
-    SEARCHES,
-    Plan,
-    make_scheduler,
-    make_searcher,
-    wants_checkpoints,
-)
+
+SCHEDULERS = ("fifo", "asha", "pbt")
+"""``fifo``: every trial runs to its own end (Tune's default)."""
+SEARCHES = ("grid", "optuna")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A sweep's ``--scheduler``, ``--search`` (with ``--samples``), the result key both rank
+    trials by (higher better), and the scheduler's ``--interval`` and ``--quantile``."""
+
+    scheduler: str = "fifo"
+    search: str = "grid"
+    samples: int = 0
+    metric: str = "episode_reward_mean"
+    interval: int = 4
+    quantile: float = 0.25
+
+    def check(self, grid: dict[str, list[Any]]) -> None:
+        """ConfigError, before Ray starts, for a plan that cannot run."""
+        if self.scheduler not in SCHEDULERS or self.search not in SEARCHES:
+            raise ConfigError(f"a sweep's scheduler is one of {', '.join(SCHEDULERS)} and its search one of "
+                              f"{', '.join(SEARCHES)}, got {self.scheduler!r} and {self.search!r}")
+        if self.interval < 1:
+            raise ConfigError(f"--interval must be >= 1, got {self.interval}")
+        if not 0 < self.quantile <= 0.5:
+            raise ConfigError(f"--quantile must be in (0, 0.5], got {self.quantile}")
+        if self.scheduler == "pbt" and not grid:
+            raise ConfigError("--scheduler pbt perturbs the --grid settings: give at least one --grid")
+        if self.search == "optuna":
+            if not grid:
+                raise ConfigError("--search optuna draws from the --grid settings' values: give at least one --grid")
+            if self.samples < 1:
+                raise ConfigError(f"--search optuna needs --samples N >= 1, got {self.samples}")
+            if self.scheduler == "pbt":
+                raise ConfigError("--search optuna and --scheduler pbt: PBT sets its trials' settings itself")
+            import importlib.util
+
+            if importlib.util.find_spec("optuna") is None:
+                raise ConfigError('--search optuna needs Optuna: pip install -e ".[optuna]"')
+
+
+def make_searcher(plan: Plan) -> Any | None:
+    """Optuna's TPE searcher ranking by ``plan.metric`` for ``--search optuna``; None for the grid."""
+    if plan.search == "grid":
+        return None
+    from ray.tune.search.optuna import OptunaSearch
+
+    return OptunaSearch(metric=plan.metric, mode="max")
+
+
+def make_scheduler(plan: Plan, grid: dict[str, list[Any]]) -> Any | None:
+    """Tune's scheduler of a checked ``plan``, ranking trials by its metric (higher better)
+    over ``training_iteration``: None for fifo; ASHA, whose first rung is at ``plan.interval``
+    iterations (then 3x, 9x, ...: a trial below the rung's top third stops there); PBT, which
+    every ``plan.interval`` iterations gives each trial in the bottom ``plan.quantile`` a top
+    one's checkpoint and settings with one of the ``grid`` settings moved to a neighbouring
+    value of its list (or drawn from it anew)."""
+    if plan.scheduler == "fifo":
+        return None
+    from ray.tune.schedulers import ASHAScheduler, PopulationBasedTraining
+
+    if plan.scheduler == "asha":
+        return ASHAScheduler(time_attr="training_iteration", metric=plan.metric, mode="max",
+                             grace_period=plan.interval, reduction_factor=3)
+    return PopulationBasedTraining(time_attr="training_iteration", metric=plan.metric, mode="max",
+                                   perturbation_interval=plan.interval, quantile_fraction=plan.quantile,
+                                   hyperparam_mutations={"trial": dict(grid)})
+
+
+def wants_checkpoints(name: str) -> bool:
+    """Whether the scheduler restarts trials from other trials' checkpoints (PBT)."""
+    return name == "pbt"
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
@@ -120,10 +191,10 @@ def numbers(values: dict[str, Any]) -> dict[str, int | float]:
 
 
 def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial: int,
-              ray_address: str | None = None, plan: Plan = Plan(),  # noqa: B008 - a frozen default
+              ray_address: str | None = None, plan: Plan = Plan(),
               grid: dict[str, list[Any]] | None = None, seeds: int = 1) -> list[dict[str, Any]]:
     """Run the trials on Ray Tune, each asking for ``per_trial`` CPUs (PBT's all at once,
-    sharing the cluster's), as ``plan`` says (``a3c.tune_schedulers``): every trial of
+    sharing the cluster's), as ``plan`` says: every trial of
     ``settings_per_trial``, or Optuna's ``plan.samples`` drawn from the ``grid``'s values and
     ``seeds``; each trial's settings with its last reported figures."""
     started_here = connect(ray_address)

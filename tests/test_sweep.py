@@ -173,8 +173,7 @@ def test_schedules_that_cannot_run_are_refused_before_ray_starts(capsys):
 
 def test_optuna_draws_the_grid_settings_and_the_seed_and_keeps_the_rest(capsys):
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    from a3c.sweep import search_space
-    from a3c.tune_schedulers import Plan, make_searcher
+    from a3c.sweep import Plan, make_searcher, search_space
 
     trials = [{"env": "CartPole-v1", "lr": lr, "seed": seed, "name": f"lr={lr}", "max_frames": 500}
               for lr in (1e-3, 3e-3) for seed in (0, 1)]
@@ -195,7 +194,7 @@ def test_optuna_draws_the_grid_settings_and_the_seed_and_keeps_the_rest(capsys):
 
 def test_the_schedulers_rank_by_the_metric_over_iterations():
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the tune extra)")
-    from a3c.tune_schedulers import Plan, make_scheduler
+    from a3c.sweep import Plan, make_scheduler
 
     assert make_scheduler(Plan(), {}) is None
     asha = make_scheduler(Plan(scheduler="asha", interval=2), {})
