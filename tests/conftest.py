@@ -25,6 +25,7 @@ from tests.namespaces import (
     Scenario,
     namespace_problem,
 )
+from tests.process_tree import workers
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_RAY_STATE = pytest.StashKey[dict | None]()
@@ -64,20 +65,14 @@ class Trainer:
         return "".join(self.lines)
 
     def children(self) -> list[int]:
-        """The trainer's workers now (multiprocessing's resource tracker left out)."""
+        """The trainer's workers now: its descendants but multiprocessing's helpers
+        (``tests.process_tree``); every descendant, helpers too, is recorded."""
         try:
-            found = psutil.Process(self.process.pid).children()
+            root = psutil.Process(self.process.pid)
+            self.descendants.update(process.pid for process in root.children(recursive=True))
         except psutil.NoSuchProcess:
             return []
-        self.descendants.update(child.pid for child in found)
-        pids = []
-        for child in found:
-            try:
-                if "resource_tracker" not in " ".join(child.cmdline()):
-                    pids.append(child.pid)
-            except psutil.NoSuchProcess:
-                pass
-        return pids
+        return [process.pid for process in workers(root)]
 
     def wait_for(self, wanted: str | Callable[[str], bool], timeout: float = 120.0) -> str:
         """The first line from now on that contains ``wanted`` (or satisfies it); fails the

@@ -15,8 +15,9 @@ from benchmarks.window import (
     run_trainer_window,
     window_figures,
 )
-from tests.helpers import alive, own_children
+from tests.helpers import alive
 from tests.namespaces import scenario_processes
+from tests.process_tree import workers
 
 
 def _record(seconds: float, transitions: int, busy: float, wait: float, child_wait: float,
@@ -129,11 +130,10 @@ def test_paused_stops_the_whole_tree_and_resumes_it_even_when_the_body_raises(pa
 
 
 def _descendants() -> list[psutil.Process]:
-    """This process's descendants but multiprocessing's resource tracker (an earlier test's
-    spawned processes leave one running for good) and Ray's scenario (tests/namespaces.py)."""
+    """This process's descendants but multiprocessing's helpers (an earlier test's workers
+    leave them running for good) and Ray's scenario (tests/namespaces.py)."""
     scenario = scenario_processes()
-    return [child for child in own_children(lambda command: "resource_tracker" not in command, recursive=True)
-            if child.pid not in scenario]
+    return [child for child in workers(psutil.Process()) if child.pid not in scenario]
 
 
 def _no_children_left() -> None:

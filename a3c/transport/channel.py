@@ -16,6 +16,7 @@ order, so slot ``i`` is only rewritten after the learner has read it.
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
 import time
@@ -83,7 +84,10 @@ class ChildChannel:
     def orphaned(self) -> bool:
         """The learner's process is gone without setting the stop event (SIGKILL, a crash),
         so no one will read a message or free a slot again."""
-        return os.getpid() != self.learner_pid and os.getppid() != self.learner_pid
+        if os.getpid() == self.learner_pid:
+            return False
+        parent = multiprocessing.parent_process()
+        return parent is not None and not parent.is_alive()
 
     def stopped(self) -> bool:
         return self.stop_event.is_set() or self.orphaned()

@@ -3,10 +3,11 @@ sends (transitions, or A3C's gradients). Imports the acting side only."""
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Module,
                 version_counter: torch.Tensor, channel: ChildChannel, seed: int, registered: bytes | None,
-                callbacks: bytes | None = None) -> None:
+                callbacks: bytes | None = None, environment: Mapping[str, str] | None = None) -> None:
     """Entry point of a child; exits non-zero after reporting any exception it dies of.
 
     Ctrl-C and SIGTERM reach the whole process group; children ignore them and leave when
@@ -42,6 +43,9 @@ def worker_main(worker_id: int, algorithm: Algorithm, config: Config, net: nn.Mo
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if environment is not None:
+        os.environ.clear()
+        os.environ.update(environment)
     torch.set_num_threads(1)
     keep_freed_memory()
     flush_denormals()
