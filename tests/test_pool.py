@@ -218,3 +218,18 @@ def test_the_slots_bytes_are_rows_times_the_large_columns_bytes():
     payload = Payload([Column("frames", "uint8", (4, 84, 84)), Column("small", "float64"),
                        Column("values", "float32", (4,)), Column("three", "float32", (3,))], max_rows=320)
     assert slots_bytes(payload, 8) == 8 * 320 * (4 * 84 * 84 + 4 * 4)
+
+
+@pytest.mark.parametrize("extra_tensors, forked", [(0, True), (300, False)])
+def test_children_fork_from_the_server_unless_their_tensors_overflow_its_message(pool_factory, extra_tensors, forked):
+    # the fork server takes a child's shared tensors' file descriptors in one message of at most
+    # ~250; a net of 300 more tensors is spawned, and its child runs as any other
+    net = build_net(describe_env("tests.toy_envs:Counting-v0"))
+    for index in range(extra_tensors):
+        net.register_buffer(f"extra_{index}", torch.zeros(1))
+    pool = pool_factory(toy_config(processes=1), net)
+    pool.start()
+    assert any(isinstance(message, Transitions) for message in receive(pool, 2))
+    (worker,) = pool.workers()
+    parent = psutil.Process(worker.pid).parent()
+    assert (parent.pid != os.getpid()) == forked  # forked children are the server's, spawned ones ours

@@ -27,7 +27,7 @@ import torch
 import torch.multiprocessing as mp
 
 from a3c.options import ConfigError, shared_memory_free
-from a3c.transport.channel import ChildChannel, allocate_slots, slots_bytes
+from a3c.transport.channel import ChildChannel, allocate_slots, slot_columns, slots_bytes
 from a3c.transport.messages import CallResult, SlotRows, WorkerCall, WorkerCrashed
 from a3c.transport.pool import (
     WorkerDied,
@@ -70,12 +70,20 @@ def _main_script_left_out() -> Iterator[None]:
         main.__file__ = path
 
 
-def child_context() -> Any:
+FORK_SERVER_TENSORS = 200
+"""The most shared tensors a child is forked with: the fork server gets their file
+descriptors in one message, which Linux caps at 253 (multiprocessing refuses more than
+about 250). A child of a net with more is spawned."""
+
+
+def child_context(shared_tensors: int, cuda: bool) -> Any:
     """How children start: forked from a fork server that imported the worker's modules (torch
-    among them) once, where the platform has one, so a child starts in milliseconds instead of
-    importing torch again; else spawned. Both start a fresh interpreter's state: the server
-    itself is spawned, and forks before any thread or CUDA context exists."""
-    if "forkserver" not in mp.get_all_start_methods():
+    among them) once, so a child starts in milliseconds instead of importing torch again.
+    Spawned where the platform has no fork server, the child takes more than
+    ``FORK_SERVER_TENSORS`` shared tensors, or the run is on the GPU (its children open CUDA
+    contexts of their own, on the path every GPU run has taken). Both give a fresh
+    interpreter's state: the server is itself spawned and forks before any thread exists in it."""
+    if "forkserver" not in mp.get_all_start_methods() or shared_tensors > FORK_SERVER_TENSORS or cuda:
         return mp.get_context("spawn")
     context = mp.get_context("forkserver")
     context.set_forkserver_preload(["a3c.transport.worker"])
@@ -98,9 +106,10 @@ class ProcessPool(WorkerPool):
                  version_counter: torch.Tensor, base_seed: int, callbacks: Sequence[Any] = ()):
         super().__init__(algorithm, config, env_info, net, version_counter, base_seed, callbacks)
         processes = config.processes
-        self._context = child_context()
         self._args = (algorithm, config, net, version_counter)
         self._payload = algorithm.payload(config, env_info, net)
+        net_tensors = len(list(net.parameters())) + len(list(net.buffers()))
+        self._context = child_context(net_tensors + len(slot_columns(self._payload)) + 2, config.cuda)
         capacity = queue_capacity(algorithm, config)
         self._queue_capacity = math.ceil(capacity / processes)
         self._queues: list = [None] * processes
