@@ -28,7 +28,7 @@ class ActionMasked(nn.Module):
         super().__init__()
         self.net = net
         self.columns = columns
-        self.q_values = q_values
+        self.head_is_q_values = q_values
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -39,16 +39,21 @@ class ActionMasked(nn.Module):
     def forward(self, observations: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         head, second, *others = self.net(observations, *rest)
         head = self.mask(head, observations)
-        if self.q_values:
+        if self.head_is_q_values:
             second = head.max(dim=-1).values
         return (head, second, *others)
 
     def mask(self, head: torch.Tensor, observations: torch.Tensor) -> torch.Tensor:
         """``head`` (float32) with each row's masked actions at ``MASKED``; ``observations`` are
         the rows it was computed from (a recurrent learner's rerun masks its heads this way)."""
-        offset, size = self.columns
-        valid = observations[:, offset:(offset + size) or None] > 0.5  # an offset from the row's end may end it
-        return head.float().masked_fill(~valid, MASKED)
+        return head.float().masked_fill(~valid_actions(observations, self.columns), MASKED)
+
+
+def valid_actions(observations: torch.Tensor, columns: tuple[int, int]) -> torch.Tensor:
+    """Which actions each row's mask allows (True: valid), the mask at ``columns`` (offset,
+    size) of the rows' last dimension: rows (N, size), or joint rows (N, agents, size)."""
+    offset, size = columns
+    return observations[..., offset:(offset + size) or None] > 0.5  # an offset from the row's end may end it
 
 
 def masked_any(head: torch.Tensor) -> bool:

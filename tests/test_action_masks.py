@@ -1,6 +1,7 @@
 """Invalid actions masked out (an observation's ``action_mask``, RLlib's convention): a masked
 softmax's probabilities, log-probabilities and entropy by hand, random actions among the valid
-ones only, and A3C, PPO and DQN learning an env that raises on any invalid action."""
+ones only, QMIX's and MADDPG's targets among the valid actions, and every algorithm with a
+discrete policy learning an env that raises on any invalid action."""
 import math
 import tempfile
 
@@ -12,7 +13,9 @@ from torch import nn
 from a3c import Trainer
 from a3c.algos import get_algorithm
 from a3c.algos.dqn.exploration import epsilon_greedy
-from a3c.config import ConfigError, make_config
+from a3c.algos.maddpg.loss import actor_loss, straight_through_gumbel, target_actions
+from a3c.algos.qmix.loss import qmix_targets
+from a3c.config import make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
 from a3c.lib.envs import describe_env
@@ -77,7 +80,7 @@ def test_the_mask_is_found_in_the_flattened_row_and_checked():
     assert describe_env(METHOD_ENV, frame_stack=2).action_mask == (4, 4)
     config = make_config(name="m", env=MASKED_ENV, algo="dqn")
     net = get_algorithm("dqn").build_net(info, vars(config))
-    assert isinstance(net, ActionMasked) and net.q_values and net.head is net.net.head  # attributes read through
+    assert isinstance(net, ActionMasked) and net.head_is_q_values and net.head is net.net.head  # attributes read through
 
 
 @pytest.mark.parametrize("memory", [{"lstm": True, "lstm_cell_size": 8}, {"model": {"use_attention": True}}])
@@ -131,7 +134,7 @@ MASKED_AGENTS = "tests.parallel_envs.masked_choice"
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("algo", ["ppo", "mappo"])
+@pytest.mark.parametrize("algo", ["ppo", "mappo", "qmix", "maddpg"])
 def test_several_agents_learn_their_masked_choices_without_an_invalid_action(algo):
     # each agent's Dict is flattened into its row (a mappo row leads with both agents'); the mask
     # is found from the row's end, so play's rows without the global state read it too
@@ -145,8 +148,45 @@ def test_several_agents_learn_their_masked_choices_without_an_invalid_action(alg
         assert actions == {"a": 2}
 
 
-def test_the_q_learners_of_several_agents_refuse_a_mask_in_one_line():
-    from a3c.preflight import preflight
+class JointQ:
+    """QMIX's nets as its targets read them: fixed Q-values per agent, and a Q_tot that spells
+    out the joint action it is given (10 a_0 + a_1)."""
 
-    with pytest.raises(ConfigError, match="agents observe an action_mask, which --algo qmix's nets do not read yet"):
-        preflight(make_config(name="m", env=MASKED_AGENTS, algo="qmix"))
+    def __init__(self, q_values: list[list[float]]):
+        self.q_values = torch.tensor([q_values])
+
+    def joint_q(self, observations):
+        return self.q_values.expand(len(observations), -1, -1)
+
+    def q_total(self, observations, actions):
+        return (10 * actions[:, 0] + actions[:, 1]).float()
+
+
+def test_qmixs_target_takes_each_agents_best_valid_next_action_by_hand():
+    nets = JointQ([[5.0, 1.0, 2.0], [0.0, 9.0, 3.0]])
+    rewards, dones, next_rows = torch.tensor([[1.0, 0.5]]), torch.tensor([False]), torch.zeros(1, 2, 4)
+    valid = torch.tensor([[[False, True, True], [True, False, True]]])
+    # masked: agent 0 takes 2 (Q 2 over 1), agent 1 takes 2 (3 over 0); y = 1.5 + 0.5 * (10 * 2 + 2)
+    assert float(qmix_targets(nets, nets, rewards, dones, next_rows, 0.5, valid)) == pytest.approx(12.5)
+    # unmasked: the greedy actions 0 and 1; y = 1.5 + 0.5 * 1
+    assert float(qmix_targets(nets, nets, rewards, dones, next_rows, 0.5)) == pytest.approx(2.0)
+
+
+def test_maddpgs_nets_act_and_target_among_the_valid_actions_and_the_logit_penalty_skips_masked_ones():
+    env_info = describe_env(MASKED_AGENTS)
+    net = get_algorithm("maddpg").build_net(env_info, {})
+    assert isinstance(net, ActionMasked)
+    joint = torch.zeros(64, 2, env_info.observation_shape[0])
+    offset, size = env_info.action_mask
+    masks = (torch.rand(64, 2, size, generator=torch.Generator().manual_seed(0)) < 0.5).float()
+    masks[..., 3] = 1.0  # one valid action at least
+    joint[..., offset:offset + size] = masks
+    chosen = target_actions(net, joint).argmax(dim=-1)  # the target actors' a', one-hot
+    assert (masks.gather(2, chosen.unsqueeze(2)) == 1).all()
+    logits, _ = net(joint)
+    assert ((logits <= MASKED) == (masks == 0)).all()
+    own = straight_through_gumbel(logits)
+    assert (masks.gather(2, own.argmax(dim=-1, keepdim=True)) == 1).all()
+    # the penalty counts a masked logit as 0: 1e-3 * mean(0, 4, 1, 0) - (1 + 3)
+    by_hand = actor_loss(torch.tensor([[[MASKED, 2.0], [1.0, MASKED]]]), torch.tensor([[1.0, 3.0]]))
+    assert float(by_hand) == pytest.approx(1e-3 * 1.25 - 4.0)

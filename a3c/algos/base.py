@@ -150,26 +150,25 @@ class Algorithm:
     # acting
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """The net from a run's settings (a Config's fields, or a checkpoint's ``config``):
-        ``build_policy_net``'s (its head masked where the env's observations carry an action
-        mask, ``a3c.lib.action_masks``), or on a multi-agent env one of those per policy behind
-        a ``a3c.lib.policies.PolicyMap`` (``--policies``)."""
+        ``build_policy_net``'s, or on a multi-agent env one of those per policy behind a
+        ``a3c.lib.policies.PolicyMap`` (``--policies``); masked (``masked``) where the env's
+        observations carry an action mask."""
         if not env_info.agents:
-            net = self.build_policy_net(env_info, settings)
-            if env_info.action_mask is None:
-                return net
-            from a3c.lib.action_masks import ActionMasked
-
-            return ActionMasked(net, env_info.action_mask, q_values=self.head_is_q_values)
+            return self.masked(self.build_policy_net(env_info, settings), env_info)
         from a3c.lib.policies import PER_AGENT, PolicyMap, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
         nets = {name: self.build_policy_net(env_info, settings) for name in dict.fromkeys(agent_policies)}
-        policies = PolicyMap(nets, agent_policies)
+        return self.masked(PolicyMap(nets, agent_policies), env_info)
+
+    def masked(self, net: nn.Module, env_info: EnvInfo) -> nn.Module:
+        """``net`` with its policy head masked by the action mask in each observation row
+        (``a3c.lib.action_masks``), where the env's observations carry one; else ``net``."""
         if env_info.action_mask is None:
-            return policies
+            return net
         from a3c.lib.action_masks import ActionMasked
 
-        return ActionMasked(policies, env_info.action_mask, q_values=self.head_is_q_values)
+        return ActionMasked(net, env_info.action_mask, q_values=self.head_is_q_values)
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         """One policy's net."""

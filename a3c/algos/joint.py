@@ -48,9 +48,6 @@ class JointRowsAlgorithm(Algorithm):
 
     def preflight(self, config: Config, env_info: EnvInfo) -> None:
         require_agents(self.name, config, env_info)
-        if env_info.action_mask is not None:
-            raise ConfigError(f"{config.env_id}'s agents observe an action_mask, which --algo {self.name}'s nets do "
-                              "not read yet (--algo ppo, a3c and mappo do)")
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         return {**super().acting_options(config, worker_id), "joint_rows": True}

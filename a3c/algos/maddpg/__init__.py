@@ -34,13 +34,15 @@ class MADDPG(JointRowsAlgorithm):
             raise ConfigError("--tau of --algo maddpg must be > 0: its target nets follow by Polyak averaging")
 
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        """Actors per ``--policies`` and a critic per agent, in one module."""
+        """Actors per ``--policies`` and a critic per agent, in one module, the actors' logits
+        masked where the agents observe an action mask (the learner's actions too: the target
+        actors' and the straight-through ones)."""
         from a3c.algos.maddpg.nets import HIDDEN, MADDPGNet
         from a3c.lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
-        return MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies,
-                         *mlp_shape(settings, HIDDEN))
+        net = MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies, *mlp_shape(settings, HIDDEN))
+        return self.masked(net, env_info)
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,
                      env_info: EnvInfo) -> MADDPGLearner:

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from a3c.algos.maddpg.nets import MADDPGNet
+from a3c.lib.action_masks import MASKED
 
 LOGIT_PENALTY = 1e-3
 """Weight of the actors' mean squared logits (the reference code's), which keeps the
@@ -52,6 +53,7 @@ def critic_loss(q_values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def actor_loss(logits: torch.Tensor, own_q: torch.Tensor, logit_penalty: float = LOGIT_PENALTY) -> torch.Tensor:
     """-sum over agents of mean Q_i(s, a_i from actor i, the others' actions as taken), plus
-    the logits' mean square times ``logit_penalty``: ``own_q`` (N, agents), each column agent
-    i's critic on the joint actions of its own actor update."""
-    return logit_penalty * logits.pow(2).mean() - own_q.mean(dim=0).sum()
+    the logits' mean square times ``logit_penalty`` (a masked action's logit counts as 0):
+    ``own_q`` (N, agents), each column agent i's critic on the joint actions of its own actor update."""
+    kept = logits.masked_fill(logits <= MASKED, 0.0)
+    return logit_penalty * kept.pow(2).mean() - own_q.mean(dim=0).sum()

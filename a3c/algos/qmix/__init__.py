@@ -37,11 +37,13 @@ class QMIX(JointRowsAlgorithm):
             raise ConfigError(f"--epsilon-schedule {config.epsilon_schedule!r}: {error}") from None
 
     def build_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
-        """The agents' shared Q-network and the mixer, in one module."""
+        """The agents' shared Q-network and the mixer, in one module, its Q-values masked where
+        the agents observe an action mask."""
         from a3c.algos.qmix.nets import QMIXNet
 
-        return QMIXNet(env_info.observation_shape[0], env_info.n_actions, len(env_info.agents),
-                       settings.get("mixing_embed") or 32, *mlp_shape(settings, 64))
+        net = QMIXNet(env_info.observation_shape[0], env_info.n_actions, len(env_info.agents),
+                      settings.get("mixing_embed") or 32, *mlp_shape(settings, 64))
+        return self.masked(net, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:
         from a3c.algos.dqn.acting import ScheduledEpsilonGreedy

@@ -14,6 +14,7 @@ from a3c.algos.optimizer import clip_and_step, follow, frozen_copy
 from a3c.algos.qmix.loss import qmix_targets, td_loss
 from a3c.algos.qmix.nets import QMIXNet
 from a3c.algos.replay_learner import ReplayFigures
+from a3c.lib.action_masks import valid_actions
 from a3c.lib.experience import TransitionBatch
 
 if TYPE_CHECKING:
@@ -36,8 +37,11 @@ class QMIXUpdate:
     """One optimizer step of the agent net and the mixer on a joint batch."""
 
     def __init__(self, net: QMIXNet, lr: float, adam_eps: float, clip_grad: float, gamma: float, tau: float,
-                 device: torch.device | str, version_counter: torch.Tensor):
+                 device: torch.device | str, version_counter: torch.Tensor,
+                 action_mask: tuple[int, int] | None = None):
         self.net = net
+        self.action_mask = action_mask
+        """Where each agent's row holds its action mask (``EnvInfo.action_mask``), if it has one."""
         self.target_net = frozen_copy(net)
         self.optimizer = torch.optim.Adam(net.parameters(), lr=lr, eps=adam_eps)
         self.clip_grad, self.gamma, self.tau = clip_grad, gamma, tau
@@ -53,8 +57,10 @@ class QMIXUpdate:
             return torch.as_tensor(array, device=self.device)
 
         observations = tensor(batch.states).float()
+        next_observations = tensor(batch.last_states).float()
+        next_valid = None if self.action_mask is None else valid_actions(next_observations, self.action_mask)
         targets = qmix_targets(self.net, self.target_net, tensor(batch.rewards), tensor(batch.dones),
-                               tensor(batch.last_states).float(), self.gamma)
+                               next_observations, self.gamma, next_valid)
         totals = self.net.q_total(observations, tensor(batch.actions))
         loss = td_loss(totals, targets)
         self.optimizer.zero_grad(set_to_none=True)
@@ -74,4 +80,5 @@ class QMIXLearner(JointReplayLearner):
 
     def __init__(self, config: Config, net: QMIXNet, version_counter: torch.Tensor, env_info: EnvInfo):
         super().__init__(config, QMIXUpdate(net, config.lr, config.adam_eps, config.clip_grad, config.gamma,
-                                            config.tau, torch.device(config.device), version_counter), env_info)
+                                            config.tau, torch.device(config.device), version_counter,
+                                            env_info.action_mask), env_info)

@@ -4,15 +4,20 @@ from __future__ import annotations
 import torch
 
 from a3c.algos.qmix.nets import QMIXNet
+from a3c.lib.action_masks import MASKED
 
 
 def qmix_targets(online: QMIXNet, target: QMIXNet, rewards: torch.Tensor, dones: torch.Tensor,
-                 next_observations: torch.Tensor, gamma: float) -> torch.Tensor:
+                 next_observations: torch.Tensor, gamma: float,
+                 next_valid: torch.Tensor | None = None) -> torch.Tensor:
     """y = team reward + gamma (1 - done) Q'_tot(s', a'), with each agent's a' its greedy
-    action under the online net (double Q-learning) and Q'_tot the target net's mixer."""
+    action under the online net (double Q-learning) among those ``next_valid`` (N, agents,
+    actions) allows where the agents observe an action mask, and Q'_tot the target net's mixer."""
     with torch.no_grad():
-        next_actions = online.joint_q(next_observations).argmax(dim=2)
-        next_total = target.q_total(next_observations, next_actions)
+        next_q = online.joint_q(next_observations)
+        if next_valid is not None:
+            next_q = next_q.masked_fill(~next_valid, MASKED)
+        next_total = target.q_total(next_observations, next_q.argmax(dim=2))
         return rewards.sum(dim=1) + gamma * (~dones).float() * next_total
 
 
