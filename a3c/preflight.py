@@ -104,11 +104,9 @@ def preflight(config: Config) -> EnvInfo:
 
 def check_model_builds(config: Config, env_info: EnvInfo) -> None:
     """ConfigError where the model config's custom model cannot be built or gives features of
-    the wrong shape (``a3c.lib.custom_model``), or would read several agents' observations."""
+    the wrong shape (``a3c.lib.custom_model``)."""
     if (config.model or {}).get("custom_model") is None:
         return
-    if env_info.agents:
-        raise ConfigError(f"--model custom_model: not yet on multi-agent envs like {config.env_id}")
     from a3c.lib.custom_model import CustomModelError, check_custom_model
 
     try:

@@ -32,12 +32,16 @@ class CustomModelError(ValueError):
 
 
 def model_space(env_info: EnvInfo) -> gym.Space:
-    """The observation space the user's model is built for: the env's own where the net sees
-    it flattened, else Atari's frames or the flat vector."""
+    """The observation space the user's model is built for: the env's own (an agent's own on
+    a multi-agent env) where the net sees it flattened, else Atari's frames or the flat vector
+    (an agent's own observation, without the others' in front or its index after)."""
     if env_info.raw_observation_space is not None:
         return env_info.raw_observation_space
     if env_info.observation_dtype == "uint8":
         return gym.spaces.Box(0, 255, env_info.observation_shape, np.uint8)
+    if env_info.agents:
+        own = env_info.observation_shape[0] - env_info.global_state_size - len(env_info.agents)
+        return gym.spaces.Box(-np.inf, np.inf, (own,), np.float32)
     return gym.spaces.Box(-np.inf, np.inf, env_info.observation_shape, np.float32)
 
 
@@ -60,13 +64,23 @@ def structured(space: gym.Space, rows: torch.Tensor) -> Any:
 
 class CustomFeatures(nn.Module):
     """The features of the user's model ``name`` (built by its factory with ``config``) on a
-    batch of the net's rows. ``size`` is their width (the model's ``features_dim``);
-    ``vector_columns`` the row's columns outside images, for the observation normaliser."""
+    batch of the net's rows. ``size`` is their width: the model's ``features_dim``, and on a
+    multi-agent env the agent's one-hot index after them, so that a policy shared by several
+    agents tells them apart. ``vector_columns`` are the row's columns outside images, for the
+    observation normaliser.
+
+    An agent's row ends with its own observation, flattened, then its index (the workers of a
+    centralised critic put every agent's observation in front: ``a3c.lib.multiagent``); the
+    model reads the agent's own observation alone, in the agent's observation space."""
 
     def __init__(self, env_info: EnvInfo, name: str, config: Mapping[str, Any] | None = None):
         super().__init__()
         self.name, self.config = name, dict(config or {})
         self.space = model_space(env_info)
+        self.agents = len(env_info.agents)
+        own = gym.spaces.flatdim(self.space) if self.agents else None
+        self.own_columns = slice(None) if own is None else slice(-(own + self.agents), -self.agents)
+        """Where the model's observation lies in a row."""
         try:
             self._factory = model_factory(name)
         except UnknownModel as exc:
@@ -83,11 +97,16 @@ class CustomFeatures(nn.Module):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise CustomModelError(f"custom_model {self.name!r}: the module needs features_dim, the width of its "
                                    f"features (a whole number >= 1), and has {size!r}")
-        self.size = size
+        self.features_dim, self.size = size, size + self.agents
         return model
 
+    def user_features(self, rows: torch.Tensor) -> torch.Tensor:
+        """The user's model's own output on a batch of rows: (N, features_dim) when it keeps its word."""
+        return self.model(structured(self.space, rows[:, self.own_columns]))
+
     def forward(self, rows: torch.Tensor) -> torch.Tensor:
-        return self.model(structured(self.space, rows))
+        features = self.user_features(rows)
+        return torch.cat([features, rows[:, -self.agents:].float()], dim=1) if self.agents else features
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -140,17 +159,28 @@ def check_custom_model(env_info: EnvInfo, model: Mapping[str, Any] | None) -> No
     name = model["custom_model"]
     try:
         features = custom_features(env_info, model)
-        space = features.space
-        samples = [space.sample() for _ in range(2)]
-        rows = torch.as_tensor(np.stack([gym.spaces.flatten(space, sample) if env_info.raw_observation_space is not None
-                                         else sample for sample in samples]))
+        rows = sample_rows(env_info, features.space, 2)
         with torch.no_grad():
-            out = features(rows)
+            out = features.user_features(rows)
     except CustomModelError:
         raise
     except Exception as exc:  # the user's code may fail any way; one line says how
         raise CustomModelError(f"custom_model {name!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, features.size) or not out.is_floating_point():
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (2, features.features_dim) or not out.is_floating_point():
         shown = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise CustomModelError(f"custom_model {name!r}: on a batch of 2 observations it gave {shown}, not "
-                               f"(2, {features.size}) floats (its features_dim)")
+                               f"(2, {features.features_dim}) floats (its features_dim)")
+
+
+def sample_rows(env_info: EnvInfo, space: gym.Space, count: int) -> torch.Tensor:
+    """``count`` net rows of random observations of ``space`` (the model's): on a multi-agent
+    env an agent's rows, its observation at the end before agent 0's one-hot index."""
+    observations = [space.sample() for _ in range(count)]
+    flat = np.stack([gym.spaces.flatten(space, sample) if env_info.raw_observation_space is not None else sample
+                     for sample in observations])
+    if not env_info.agents:
+        return torch.as_tensor(flat)
+    rows = np.zeros((count, env_info.observation_shape[0]), np.float32)
+    rows[:, -(flat.shape[1] + len(env_info.agents)):-len(env_info.agents)] = flat
+    rows[:, -len(env_info.agents)] = 1.0
+    return torch.as_tensor(rows)

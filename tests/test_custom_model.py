@@ -5,6 +5,7 @@ or gives the wrong shape is one line before any worker."""
 import copy
 import subprocess
 import sys
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -145,9 +146,42 @@ def test_a_model_that_cannot_serve_is_one_line_before_any_worker(model, says):
     assert str(raised.value).startswith(says) and "\n" not in str(raised.value)
 
 
-def test_a_multi_agent_env_is_refused_for_now():
-    with pytest.raises(ConfigError, match="--model custom_model: not yet on multi-agent envs like TwoStepGame"):
-        preflight(make_config(name="m", env="TwoStepGame", algo="ppo", model={"custom_model": "tanh-layer"}))
+def test_on_several_agents_the_model_reads_each_agents_own_observation_under_every_algorithms_heads():
+    # TwoStepGame: each agent observes a one-hot of 3; its row is [every agent's 3 (mappo's critic
+    # only), its own 3, its one-hot index of 2]; the model doubles its own 3 and the index follows
+    a3c.register_model("doubling", Doubling)
+    model = {"custom_model": "doubling"}
+    own = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    index = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    rows, features = torch.cat([own, index], dim=1), torch.cat([2 * own, index], dim=1)
+    every = torch.tensor([[0.0, 1.0, 0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]])
+    ppo = net_of("ppo", "TwoStepGame", model=model, policies="shared")
+    logits, values = ppo(rows)
+    inner = ppo.nets["shared"]
+    assert torch.allclose(logits, inner.policy(features)) and torch.allclose(values, inner.value(features).squeeze(-1))
+    config = make_config(name="m", env="TwoStepGame", algo="mappo", model=model, policies="shared")
+    mappo = get_algorithm("mappo").build_net(describe_env("TwoStepGame", global_state=True), vars(config)).nets["shared"]
+    logits, values = mappo(torch.cat([every, rows], dim=1))
+    assert torch.allclose(logits, mappo.policy(features))
+    assert torch.allclose(values, mappo.value(torch.cat([every, features], dim=1)).squeeze(-1))
+    assert torch.allclose(mappo(rows)[0], logits)  # play's rows, without everyone's observations
+    qmix = net_of("qmix", "TwoStepGame", model=model)
+    assert torch.allclose(qmix(rows)[0], qmix.agent_q.net[1](features))
+    maddpg = net_of("maddpg", "TwoStepGame", model=model, policies="shared")
+    actor = maddpg.actors.nets["shared"]
+    assert torch.allclose(maddpg(rows)[0], actor.policy[1](features))
+    per_agent = net_of("maddpg", "TwoStepGame", model=model)  # each policy's actor its own copy of the model
+    assert len({id(actor.policy[0].model.scale) for actor in per_agent.actors.nets.values()}) == 2
+
+
+@pytest.mark.timeout(120)
+def test_mappo_with_a_users_model_learns_the_two_step_game():
+    with Trainer(env="TwoStepGame", algo="mappo", backend="serial", processes=1, envs_per_process=8,
+                 logdir=tempfile.mkdtemp(), name="m", model={"custom_model": "tests.custom_models:TanhLayer"}, seed=0,
+                 max_frames=40_000) as trainer:
+        while not (result := trainer.train())["done"]:
+            pass
+    assert result["reason"] == "solved", result  # the coordinated 8; 7 without it
 
 
 @pytest.mark.parametrize("settings, says", [
@@ -155,8 +189,8 @@ def test_a_multi_agent_env_is_refused_for_now():
     ({"env": "PongNoFrameskip-v4", "model": {"custom_model": "x", "conv_filters": [[16, 8, 4]]}},
      "--model custom_model and conv_filters are given both"),
     ({"model": {"custom_model": TanhLayer}}, "--model custom_model must be a registered model's name"),
-    ({"algo": "qmix", "env": "TwoStepGame", "model": {"custom_model": "tanh-layer"}},
-     "--model custom_model: --algo qmix's nets cannot honour it"),
+    ({"algo": "qmix", "env": "TwoStepGame", "model": {"custom_model": "tanh-layer", "use_lstm": True}},
+     "--model use_lstm: --algo qmix's nets cannot honour it"),
 ])
 def test_custom_model_settings_that_cannot_apply(settings, says):
     with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):

@@ -164,7 +164,7 @@ def test_lstm_keys_are_the_settings_and_a_key_and_its_flag_are_not_both_given():
         ({"mlp_hidden": 64, "model": {"fcnet_hiddens": [8]}}, "--model fcnet_hiddens and --mlp-hidden are given both"),
         ({"seq_len": 5, "model": {"max_seq_len": 7}}, "--model max_seq_len and --seq-len are given both"),
         ({"algo": "qmix", "env": "TwoStepGame", "model": {"use_lstm": True}},
-         "--model use_lstm: --algo qmix's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation)"),
+         "--model use_lstm: --algo qmix's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation, custom_model, custom_model_config)"),
         ({"algo": "sac", "env": "Pendulum-v1", "model": {"vf_share_layers": True}},
          "--algo sac's nets cannot honour it (the keys they take: fcnet_hiddens, fcnet_activation, custom_model, custom_model_config)"),
         ({"model": {"use_lstm": True, "vf_share_layers": False}}, "with an LSTM or attention the policy and the value read one memory")]:

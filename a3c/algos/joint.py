@@ -30,7 +30,7 @@ class JointRowsAlgorithm(Algorithm):
 
     preset: ClassVar[Mapping[str, Any]] = {}
     sends_last_states = True
-    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation"})
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "custom_model", "custom_model_config"})
     net_shape: ClassVar[Mapping[str, Any]] = {"model": None}
 
     def family_defaults(self, atari: bool, values: Mapping[str, Any]) -> dict[str, Any]:

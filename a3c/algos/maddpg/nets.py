@@ -6,7 +6,7 @@ Joint tensors are laid out agents second: observations (N, agents, size), action
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -19,13 +19,15 @@ HIDDEN = 64
 
 
 class Actor(nn.Module):
-    """An agent's policy: logits from its own observation. Returns (logits, zeros) so that it
+    """An agent's policy: logits from its own observation (through the user's ``features`` of
+    it, where the model config names a ``custom_model``). Returns (logits, zeros) so that it
     acts like the actor-critic nets (``a3c.lib.models.evaluate``)."""
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = HIDDEN,
-                 activation: str = "relu"):
+                 activation: str = "relu", features: nn.Module | None = None):
         super().__init__()
-        self.policy = mlp(observation_size, n_actions, hidden, activation)
+        head = mlp(observation_size if features is None else features.size, n_actions, hidden, activation)
+        self.policy = head if features is None else nn.Sequential(features, head)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy(observations.float())
@@ -33,17 +35,19 @@ class Actor(nn.Module):
 
 
 class MADDPGNet(nn.Module):
-    """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them) and one critic
+    """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them; each with its own
+    ``features()``, the user's model where the model config names one) and one critic
     per agent, Q_i(every observation, every action), their MLPs ``hidden`` wide with ``activation``
     (the model config's ``fcnet_hiddens`` and ``fcnet_activation``). ``forward`` is the actors':
     what the workers act with."""
 
     def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str],
-                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu"):
+                 hidden: int | Sequence[int] = HIDDEN, activation: str = "relu",
+                 features: Callable[[], nn.Module | None] = lambda: None):
         super().__init__()
         agents = len(agent_policies)
         self.agents, self.n_actions = agents, n_actions
-        self.actors = PolicyMap({name: Actor(observation_size, n_actions, hidden, activation)
+        self.actors = PolicyMap({name: Actor(observation_size, n_actions, hidden, activation, features())
                                  for name in dict.fromkeys(agent_policies)}, agent_policies)
         self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1, hidden, activation)
                                      for _ in range(agents))

@@ -25,7 +25,7 @@ class MAPPO(PPO):
     summary = ("PPO with a centralised critic on a multi-agent env: each agent's policy on its own "
                "observation, the value on every agent's")
     central_critic = True
-    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation"})
+    model_keys = frozenset({"fcnet_hiddens", "fcnet_activation", "custom_model", "custom_model_config"})
 
     def check(self, config: Config, atari: bool) -> None:
         super().check(config, atari)
@@ -41,6 +41,8 @@ class MAPPO(PPO):
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.algos.mappo.nets import CentralCriticMlp
+        from a3c.lib.custom_model import custom_features
 
         own = env_info.observation_shape[0] - env_info.global_state_size
-        return CentralCriticMlp(own, env_info.global_state_size, env_info.n_actions, *mlp_shape(settings, 128))
+        return CentralCriticMlp(own, env_info.global_state_size, env_info.n_actions, *mlp_shape(settings, 128),
+                                features=custom_features(env_info, settings.get("model")))

@@ -15,18 +15,25 @@ class CentralCriticMlp(nn.Module):
     observation (``a3c.lib.multiagent.with_global_state``): MAPPO's centralised critic. A row of
     ``own_size`` features alone (acting outside the workers: play, ``compute_action``) gets
     the policy and zeros for values, which acting does not read. ``hidden`` and ``activation``
-    are the model config's ``fcnet_hiddens`` and ``fcnet_activation`` (two layers of 128, ReLU)."""
+    are the model config's ``fcnet_hiddens`` and ``fcnet_activation`` (two layers of 128, ReLU).
+
+    With ``features`` (the model config's ``custom_model``, ``a3c.lib.custom_model``), the
+    policy reads the user's features of the agent's own observation in place of it, and the
+    value reads them beside every agent's observation."""
 
     def __init__(self, own_size: int, global_size: int, n_actions: int, hidden: int | Sequence[int] = 128,
-                 activation: str = "relu"):
+                 activation: str = "relu", features: nn.Module | None = None):
         super().__init__()
-        self.own_size = own_size
-        self.policy = mlp(own_size, n_actions, hidden, activation)
-        self.value = mlp(global_size + own_size, 1, hidden, activation)
+        self.own_size, self.global_size = own_size, global_size
+        self.features = features
+        width = own_size if features is None else features.size
+        self.policy = mlp(width, n_actions, hidden, activation)
+        self.value = mlp(global_size + width, 1, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         observations = observations.float()
-        head = self.policy(observations[:, -self.own_size:])
+        own = observations[:, -self.own_size:] if self.features is None else self.features(observations)
+        head = self.policy(own)
         if observations.shape[1] == self.own_size:
             return head, torch.zeros(len(observations), device=observations.device)
-        return head, self.value(observations).squeeze(-1)
+        return head, self.value(torch.cat([observations[:, :self.global_size], own], dim=1)).squeeze(-1)

@@ -21,12 +21,14 @@ from a3c.lib.models import mlp
 
 class AgentQ(nn.Module):
     """Q-values of each action from one agent's observation: two hidden layers of 64, or the
-    model config's ``fcnet_hiddens`` with its ``fcnet_activation``."""
+    model config's ``fcnet_hiddens`` with its ``fcnet_activation``; over the user's
+    ``features`` of it where the model config names a ``custom_model`` (``a3c.lib.custom_model``)."""
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = 64,
-                 activation: str = "relu"):
+                 activation: str = "relu", features: nn.Module | None = None):
         super().__init__()
-        self.net = mlp(observation_size, n_actions, hidden, activation)
+        head = mlp(observation_size if features is None else features.size, n_actions, hidden, activation)
+        self.net = head if features is None else nn.Sequential(features, head)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return self.net(observations.float())
@@ -62,10 +64,10 @@ class QMIXNet(nn.Module):
     Q-values (the head an epsilon-greedy chooser reads) and zeros for values."""
 
     def __init__(self, observation_size: int, n_actions: int, agents: int, embed: int = 32,
-                 hidden: int | Sequence[int] = 64, activation: str = "relu"):
+                 hidden: int | Sequence[int] = 64, activation: str = "relu", features: nn.Module | None = None):
         super().__init__()
         self.agents, self.n_actions = agents, n_actions
-        self.agent_q = AgentQ(observation_size, n_actions, hidden, activation)
+        self.agent_q = AgentQ(observation_size, n_actions, hidden, activation, features)
         self.mixer = Mixer(agents, agents * observation_size, embed)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
