@@ -306,10 +306,22 @@ class WrongShapeEnv(CountingEnv):
 gym.register("WrongShape-v0", entry_point=WrongShapeEnv)
 
 
-class HangOnceEnv(CountingEnv):
-    """Counting, but the first env of the run to reach the third step of its third episode
-    there sleeps for good: it makes ``A3C_TOY_HANG_FILE`` (``O_EXCL``, so one env only, once,
-    also across restarts). The pre-flight's look at one episode never gets that far."""
+class PacedEnv(CountingEnv):
+    """Counting at a walker's pace: each step sleeps 5 ms, so that a run that must last some
+    seconds (a worker's silence, a time budget) leaves the cores to other tests meanwhile."""
+
+    def step(self, action):
+        time.sleep(0.005)
+        return super().step(action)
+
+
+gym.register("Paced-v0", entry_point=PacedEnv)
+
+
+class HangOnceEnv(PacedEnv):
+    """Paced counting, but the first env of the run to reach the third step of its third
+    episode there sleeps for good: it makes ``A3C_TOY_HANG_FILE`` (``O_EXCL``, so one env
+    only, once, also across restarts). The pre-flight's look at one episode never gets that far."""
 
     def step(self, action):
         if self.t == 2 and self.episode_index >= 2 and os.environ.get("A3C_TOY_HANG_FILE"):
