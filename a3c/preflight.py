@@ -163,11 +163,17 @@ def bounded(config: Config, check: Callable[[], T]) -> T:
 
 
 def check_user_env(config: Config, env: gym.Env) -> None:
-    """gymnasium's env checker on ``env``, made by a creator given to ``register_env``."""
+    """gymnasium's env checker on ``env``, made by a creator given to ``register_env``; on an
+    env that masks its actions, with only the actions its observations allow (``ValidActions``)."""
     from gymnasium.utils.env_checker import check_env
 
+    from a3c.lib.observation_check import ValidActions
+    from a3c.lib.observations import has_action_masks, mask_columns
+
+    raw = env.unwrapped
+    masked = mask_columns(raw.observation_space) is not None or has_action_masks(raw)
     try:
-        check_env(env.unwrapped, skip_render_check=True)
+        check_env(ValidActions(raw) if masked else raw, skip_render_check=True)
     except Exception as exc:  # the checker asserts, and the env may raise anything
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{config.env_id} fails gymnasium's env checker: {first_line}") from exc

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from a3c.lib.observations import STRUCTURED, mask_of, random_valid_action, valid_sample
+from a3c.lib.observations import (
+    STRUCTURED,
+    current_mask,
+    first_valid,
+    mask_of,
+    random_valid_action,
+    valid_sample,
+)
 
 if TYPE_CHECKING:
     from a3c.lib.envs import EnvInfo
@@ -125,3 +132,38 @@ def check_observation_size(env_info: EnvInfo, frame_stack: int, observation: Any
                    "gives them" if frame_stack > 1 else "")
         raise ValueError(f"{env_info.env_id}'s net takes observations of shape {env_info.observation_shape}"
                          f"{stacked}; got shape {np.shape(observation)}")
+
+
+class ValidActions(gym.Env):
+    """``env`` as gymnasium's env checker steps it where its observations carry an action mask
+    (or it has ``action_masks()``): an action the last observation does not allow becomes the
+    first one it does (``first_valid``), so that an env that raises on an invalid action is
+    checked rather than refused. The checker draws from the action space alone, even before a
+    reset whose mask it cannot know; a substitution that depends on the observation only
+    keeps a seeded reset and step deterministic."""
+
+    def __init__(self, env: gym.Env):
+        self.env = env
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+        self.metadata, self.render_mode, self.spec = env.metadata, env.render_mode, env.spec
+        self._mask: Any | None = None
+
+    @property
+    def _np_random(self) -> np.random.Generator | None:
+        """The env's own generator, where the checker looks for it."""
+        return self.env.unwrapped._np_random
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._mask = current_mask(self.env, observation)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if self._mask is not None:
+            action = first_valid(self.action_space, self._mask, action)
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._mask = current_mask(self.env, observation)
+        return observation, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self.env.close()

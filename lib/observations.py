@@ -226,10 +226,16 @@ class MaskInObservation(gym.ObservationWrapper):
 def random_valid_action(env: gym.Env, observation: Any) -> Any:
     """A random action of ``env``'s, among those its last ``observation``'s ``action_mask``
     (or its ``action_masks()``) allows where it has one."""
+    return valid_sample(env.action_space, current_mask(env, observation))
+
+
+def current_mask(env: gym.Env, observation: Any) -> Any | None:
+    """The actions ``env`` allows after ``observation``: its ``action_mask``, else the env's
+    ``action_masks()``; None where it says neither."""
     mask = mask_of(observation)
     if mask is None and has_action_masks(env):
         mask = env.get_wrapper_attr("action_masks")()
-    return valid_sample(env.action_space, mask)
+    return mask
 
 
 def mask_of(observation: Any) -> Any | None:
@@ -237,13 +243,29 @@ def mask_of(observation: Any) -> Any | None:
     return observation[MASK_KEY] if isinstance(observation, Mapping) and MASK_KEY in observation else None
 
 
+def allowed_actions(space: gym.Space, mask: Any) -> np.ndarray:
+    """``mask`` as booleans, one per action of ``space`` (Discrete, or MultiDiscrete's
+    dimensions one after the other); stacked masks end with the current one."""
+    actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
+    return np.asarray(mask).reshape(-1)[-actions:] > 0.5
+
+
+def first_valid(space: gym.Space, mask: Any, action: Any) -> Any:
+    """``action`` where ``mask`` allows it, else the first action it allows (per dimension of
+    a MultiDiscrete); a dimension with none allowed keeps its action."""
+    allowed = allowed_actions(space, mask)
+    parts = [allowed] if isinstance(space, gym.spaces.Discrete) else np.split(allowed, np.cumsum(space.nvec)[:-1])
+    chosen = [int(value) if part[int(value)] or not part.any() else int(np.argmax(part))
+              for value, part in zip(np.atleast_1d(action), parts)]
+    return chosen[0] if isinstance(space, gym.spaces.Discrete) else np.asarray(chosen, dtype=space.dtype)
+
+
 def valid_sample(space: gym.Space, mask: Any | None) -> Any:
     """A random action of ``space`` among those ``mask`` (1: allowed; stacked masks end with
     the current one) allows; any action without a mask."""
     if mask is None:
         return space.sample()
-    actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.sum(space.nvec))
-    allowed = np.asarray(mask).reshape(-1)[-actions:].astype(np.int8)  # stacked: the current observation's
+    allowed = allowed_actions(space, mask).astype(np.int8)
     if isinstance(space, gym.spaces.MultiDiscrete):
         return space.sample(mask=tuple(np.split(allowed, np.cumsum(space.nvec)[:-1])))
     return space.sample(mask=allowed)

@@ -5,9 +5,11 @@ discrete policy learning an env that raises on any invalid action."""
 import math
 import tempfile
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from gymnasium.utils.env_checker import check_env
 from torch import nn
 
 from a3c import Trainer
@@ -19,7 +21,10 @@ from a3c.config import make_config
 from a3c.lib.action_masks import MASKED, ActionMasked
 from a3c.lib.distributions import CATEGORICAL, MultiCategorical
 from a3c.lib.envs import describe_env
+from a3c.lib.observations import first_valid
 from a3c.lib.recurrent import is_recurrent, unroll
+from a3c.preflight import check_user_env
+from tests.toy_envs import MaskedChoiceEnv, MaskedChoiceMethodEnv
 
 MASKED_ENV = "tests.toy_envs:MaskedChoice-v0"
 METHOD_ENV = "tests.toy_envs:MaskedChoiceMethod-v0"
@@ -128,6 +133,19 @@ def test_the_observation_check_steps_with_valid_actions_only(env):
 
     for seed in range(10):  # the env raises on an invalid action; the space's own draws hit one by seed 1
         assert check_observations(gym.make(env), seed, steps=20) is None
+
+
+@pytest.mark.parametrize("env_class", [MaskedChoiceEnv, MaskedChoiceMethodEnv])
+def test_gymnasiums_checker_steps_a_users_masked_env_with_the_actions_it_allows(env_class):
+    # register_env's envs go through gymnasium's checker, which draws from the action space alone
+    # (before a reset whose mask it cannot know): this env, allowing its target alone, raises
+    config = make_config(name="m", env=MASKED_ENV)
+    with pytest.raises(RuntimeError, match="invalid action"):
+        check_env(env_class(others_allowed=0.0), skip_render_check=True)
+    check_user_env(config, env_class(others_allowed=0.0))
+    assert first_valid(gym.spaces.Discrete(4), [0, 0, 1, 1], 1) == 2
+    assert first_valid(gym.spaces.Discrete(4), [0, 1, 1, 0], 1) == 1
+    assert first_valid(gym.spaces.MultiDiscrete([2, 3]), [1, 0, 0, 0, 1], np.array([1, 0])).tolist() == [0, 2]
 
 
 MASKED_AGENTS = "tests.parallel_envs.masked_choice"

@@ -353,9 +353,11 @@ class MaskedChoiceEnv(gym.Env):
     """RLlib's action-mask convention: the observation is a Dict of a one-hot target among 4
     actions and an ``action_mask`` that allows the target and a random half of the others.
     The target earns 1, another valid action 0; an invalid action raises, so a run that takes
-    one crashes. Ten steps an episode."""
+    one crashes. Ten steps an episode. ``others_allowed``: each other action's chance of being
+    allowed."""
 
-    def __init__(self):
+    def __init__(self, others_allowed: float = 0.5):
+        self.others_allowed = others_allowed
         self.observation_space = gym.spaces.Dict({
             "observation": gym.spaces.Box(0.0, 1.0, (4,), np.float32),
             "action_mask": gym.spaces.Box(0.0, 1.0, (4,), np.float32)})
@@ -365,7 +367,7 @@ class MaskedChoiceEnv(gym.Env):
 
     def _observation(self):
         self.target = int(self.np_random.integers(4))
-        self.mask = (self.np_random.random(4) < 0.5).astype(np.float32)
+        self.mask = (self.np_random.random(4) < self.others_allowed).astype(np.float32)
         self.mask[self.target] = 1.0
         return {"observation": np.eye(4, dtype=np.float32)[self.target], "action_mask": self.mask.copy()}
 
@@ -389,8 +391,8 @@ class MaskedChoiceMethodEnv(MaskedChoiceEnv):
     """``MaskedChoice`` with SB3-contrib's convention: the observation is the one-hot target
     alone and ``action_masks()`` says the valid actions."""
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, others_allowed: float = 0.5):
+        super().__init__(others_allowed)
         self.observation_space = gym.spaces.Box(0.0, 1.0, (4,), np.float32)
 
     def _observation(self):
