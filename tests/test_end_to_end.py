@@ -66,7 +66,7 @@ def test_time_budget_ends_the_run_and_progress_lines_record_the_load(launch, tmp
     # started by the installed command, whose wrapper script the spawned workers re-import, on
     # an env of a module in the working folder (the repository's tests), which they import too
     assert INSTALLED_COMMAND.exists(), "pip install -e . installs the a3c-train command"
-    trainer = launch(["-n", "budget", "--env", "tests.toy_envs:SideVec-v0", "--logdir", str(tmp_path),
+    trainer = launch(["-n", "budget", "--env", "tests.toy_envs:Paced-v0", "--logdir", str(tmp_path),
                       "--max-seconds", "3", "--stop-reward", "1e9", "--report-interval", "1"],
                      command=[str(INSTALLED_COMMAND)])
     assert trainer.finish(timeout=90) == 0, trainer.output

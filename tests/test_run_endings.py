@@ -54,7 +54,7 @@ def run_to_the_end(**settings) -> dict:
 # each signal once, each mode once: the ending does not depend on the mode's messages
 @pytest.mark.parametrize("mode, signum, exit_code", [("data", signal.SIGINT, 130), ("grads", signal.SIGTERM, 143)])
 def test_signal_saves_checkpoint_and_exits_with_no_children(launch, tmp_path, signum, exit_code, mode):
-    trainer, children = start_two_children(launch, ["-n", "sig", "--env", "CartPole-v1", "--logdir",
+    trainer, children = start_two_children(launch, ["-n", "sig", "--env", "tests.toy_envs:Paced-v0", "--logdir",
                                                     str(tmp_path), "--stop-reward", "1e9", "--mode", mode])
     trainer.process.send_signal(signum)
     assert trainer.finish(timeout=60) == exit_code, trainer.output

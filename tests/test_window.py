@@ -151,7 +151,7 @@ def test_a_real_trainer_is_paused_at_each_segment_boundary_and_stopped_after_the
         boundary_states.append([member.status() for member in _descendants()])
         time.sleep(0.3)
 
-    figures = run_trainer_window("CartPole-v1", warmup=0.5, window=2.0,
+    figures = run_trainer_window("tests.toy_envs:Paced-v0", warmup=0.5, window=2.0,
                                  extra_args=["--report-interval", "0.25"], at_boundary=at_boundary,
                                  segment_seconds=1.0, settle_seconds=0.25)
     assert len(boundary_states) == 3  # the window's start, middle and end
@@ -180,7 +180,7 @@ import time
 from benchmarks.run import exit_on_sigterm
 from benchmarks.window import run_trainer_window
 exit_on_sigterm()
-run_trainer_window("CartPole-v1", warmup=0.5, window=2.0, extra_args=[],
+run_trainer_window("tests.toy_envs:Paced-v0", warmup=0.5, window=2.0, extra_args=[],
                    at_boundary=lambda: time.sleep(600))
 """
 
