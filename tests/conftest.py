@@ -186,13 +186,6 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
     return not _is_xdist_worker(config) and getattr(config.option, "numprocesses", None) not in (None, 0)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that read Ray's scenario last (in the order given otherwise): the scenario
-    runs beside every other test, so that it has ended when they ask for it instead of
-    holding a test process that waits for it."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/test_ray_backend.py"))
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start Ray's two-node scenario now if a selected test reads it, so that its waiting
