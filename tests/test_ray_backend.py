@@ -1,7 +1,7 @@
 """The Ray backend on a real two-node cluster on this machine, inside a network namespace
 the test creates (only loopback up, so Ray can reach no other address; unprivileged where
 user namespaces are allowed): actors on both nodes, a replacement on a full cluster,
-CartPole solved after a node is lost with blocks from the replacements, a hung actor
+learning going on after a node is lost with blocks from the replacements, a hung actor
 replaced, DQN's blocks reaching the replay buffer, SAC's float actions reaching its replay,
 PPO learning CartPole, an algorithm's own columns reaching the learner, too few CPUs
 and other code on a node refused, a Ctrl-C or SIGTERM that stops every actor and the Ray
