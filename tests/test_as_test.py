@@ -2,6 +2,7 @@
 exit 1 and one line (LearningNotAchieved in Python), after it saved; a solved one is 0."""
 import pytest
 
+import a3c.cli
 from a3c import LearningNotAchieved, Trainer
 from tests.helpers import only_run_dir
 
@@ -25,10 +26,10 @@ def test_an_unsolved_run_raises_after_saving_and_a_solved_one_does_not(tmp_path)
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize(("goal", "code"), [("16", 1), ("15", 0)])
-def test_the_command_exits_1_with_one_line_where_the_run_ends_unsolved(launch, tmp_path, goal, code):
-    trainer = launch(["-n", "test", "--env", COUNTING, "--backend", "serial", "--logdir", str(tmp_path),
-                      "--stop-reward", goal, "--max-frames", "400", "--as-test"])
-    assert trainer.finish(timeout=90) == code, trainer.output
-    said = [line for line in trainer.output.splitlines() if line.startswith("error: --as-test")]
+def test_the_command_exits_1_with_one_line_where_the_run_ends_unsolved(tmp_path, capsys, goal, code):
+    # the command's code in this process (run_a3c.py exits with what it returns)
+    assert a3c.cli.main(["-n", "test", "--env", COUNTING, "--backend", "serial", "--logdir", str(tmp_path),
+                         "--stop-reward", goal, "--max-frames", "400", "--as-test"]) == code
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: --as-test")]
     assert said == ([] if code == 0 else [
         "error: --as-test: the run ended unsolved (frame_budget): mean-100 reward 15.00, below the goal 16"])
