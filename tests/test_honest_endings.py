@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+import a3c.cli
 from a3c import Trainer
 from a3c.cli import checkpoint_said
 from a3c.lifecycle.strict_json import strict_dumps
@@ -47,14 +48,17 @@ def test_trainer_save_writes_a_pt_path_itself_and_a_folder_its_checkpoint(tmp_pa
 
 
 @pytest.mark.timeout(120)
-def test_a_run_whose_rewards_become_infinite_says_no_false_saved_and_writes_strict_json(launch, tmp_path, monkeypatch):
-    monkeypatch.setenv("A3C_TOY_NAN_REWARD", "inf")  # every reward infinite from the first step
-    trainer = launch(["-n", "inf", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
-                      "--stop-reward", "1e9", "--max-frames", "20000", "--batch-size", "512"])  # episodes end before the first step
-    assert trainer.finish(timeout=90) == 1, trainer.output
+def test_a_run_whose_rewards_become_infinite_says_no_false_saved_and_writes_strict_json(tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("A3C_TOY_NAN_REWARD", "inf")  # every reward infinite from the first step, in the workers too
+    # the command's code in this process (run_a3c.py exits with what it returns)
+    assert a3c.cli.main(["-n", "inf", "--env", "tests.toy_envs:NanReward-v0", "--logdir", str(tmp_path),
+                         "--stop-reward", "1e9", "--max-frames", "20000",
+                         "--batch-size", "512"]) == 1  # episodes end before the first step
+    output = capsys.readouterr().out
     (run_dir,) = tmp_path.iterdir()
-    closing = [line for line in trainer.output.splitlines() if line.startswith("non_finite:")]
-    assert closing and closing[0].endswith("no checkpoint was written"), trainer.output
+    closing = [line for line in output.splitlines() if line.startswith("non_finite:")]
+    assert closing and closing[0].endswith("no checkpoint was written"), output
     assert not (run_dir / "checkpoint.pt").exists()
     summary = strict_loads((run_dir / "summary.json").read_text())
     assert summary["reason"] == "non_finite" and summary["episodes"] > 0
