@@ -59,10 +59,10 @@ def test_the_wheel_holds_lib_inside_a3c_and_nothing_else_at_its_top(wheel):
 @pytest.mark.timeout(240)
 def test_installed_in_a_fresh_venv_every_module_imports_and_a_run_trains(wheel, tmp_path):
     environment = tmp_path / "venv"
-    venv.create(environment, with_pip=True)
+    venv.create(environment)  # without a pip of its own: this one installs into it (--python)
     python = environment / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", str(wheel)], check=True, capture_output=True, text=True)
     # the dependencies come from this interpreter's site-packages, read as a plain path (its
     # .pth files, this checkout's editable install among them, are not processed)
     env = {"PATH": f"{environment / 'bin'}:/usr/bin:/bin", "PYTHONPATH": sysconfig.get_paths()["purelib"],
