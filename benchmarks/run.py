@@ -26,7 +26,6 @@ import json
 import os
 import platform
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
@@ -62,7 +61,7 @@ from benchmarks.report import (
 )
 from benchmarks.solve import learning_early, reread_early_signals, train_to_goal
 from benchmarks.steal import BUSY_WARNING, StealMeter, busy_before
-from benchmarks.window import ROOT, run_trainer_window
+from benchmarks.window import ROOT, exit_on_sigterm, run_trainer_window
 
 PONG = "PongNoFrameskip-v4"
 PENDULUM = "Pendulum-v1"
@@ -331,16 +330,6 @@ def segment_fractions(probe: dict, ours: dict) -> list[float]:
     bounds = probe["round_bounds"]
     return [rate / ((bounds[index] + bounds[index + 1]) / 2)
             for index, rate in enumerate(ours["segment_transitions_per_second"])]
-
-
-def exit_on_sigterm() -> None:
-    """Make SIGTERM raise SystemExit, so that a benchmark told to stop while the trainer is
-    paused resumes and stops it (``run_trainer_window``'s cleanup) instead of leaving a
-    stopped process tree behind, which not even the trainer's --max-seconds would end."""
-    def raise_exit(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, raise_exit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -292,3 +292,13 @@ def run_trainer_window(env_id: str, warmup: float, window: float, extra_args: li
     start, end = records[segmenter.closed[0][0]], records[segmenter.closed[-1][1]]
     return {"command": " ".join(command[1:]), **figures, "settle_seconds": settle,
             **memory.summary(start["unix_time"], end["unix_time"])}
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise SystemExit, so that a benchmark told to stop while the trainer is
+    paused resumes and stops it (``run_trainer_window``'s cleanup) instead of leaving a
+    stopped process tree behind, which not even the trainer's --max-seconds would end."""
+    def raise_exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, raise_exit)

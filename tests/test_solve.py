@@ -81,7 +81,7 @@ def test_train_to_goal_records_a_solved_run_and_its_curve(tmp_path: Path):
 STOPPED_BENCHMARK = """
 import sys
 from pathlib import Path
-from benchmarks.run import exit_on_sigterm
+from benchmarks.window import exit_on_sigterm
 from benchmarks.solve import train_to_goal
 exit_on_sigterm()
 train_to_goal("CartPole-v1", seed=0, max_seconds=120, logdir=Path(sys.argv[1]), extra_args=("--stop-reward", "1e9"))
