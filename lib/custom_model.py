@@ -13,7 +13,7 @@ class defined anywhere, a lambda's or a test function's included.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import cloudpickle
@@ -184,3 +184,13 @@ def sample_rows(env_info: EnvInfo, space: gym.Space, count: int) -> torch.Tensor
     rows[:, -(flat.shape[1] + len(env_info.agents)):-len(env_info.agents)] = flat
     rows[:, -len(env_info.agents)] = 1.0
     return torch.as_tensor(rows)
+
+
+def features_maker(env_info: EnvInfo, settings: Mapping[str, Any]) -> Callable[[], CustomFeatures] | None:
+    """What makes a fresh copy of a run's custom model (its settings' model config), one for
+    each part of a net that reads the observation apart (an actor, each critic); None
+    without one."""
+    model = settings.get("model") or {}
+    if model.get("custom_model") is None:
+        return None
+    return lambda: custom_features(env_info, model)

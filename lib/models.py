@@ -3,7 +3,7 @@ the head being what its ``distribution`` reads (``a3c.lib.distributions``: logit
 Gaussian's means and log-stds)."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -220,6 +220,30 @@ def mlp(inputs: int, outputs: int, hidden: int | Sequence[int], activation: str 
     each width ``hidden`` lists (the model config's ``fcnet_hiddens``)."""
     widths = [hidden, hidden] if isinstance(hidden, int) else list(hidden)
     return nn.Sequential(*hidden_layers(inputs, widths, activation), nn.Linear(widths[-1] if widths else inputs, outputs))
+
+
+class FeaturesThen(nn.Module):
+    """An MLP over a custom model's features of a row's first ``observation_size`` values and
+    the rest of the row as it is (a critic's action; nothing for the actor)."""
+
+    def __init__(self, features: CustomFeatures, observation_size: int, mlp_above: nn.Sequential):
+        super().__init__()
+        self.features, self.observation_size, self.mlp = features, observation_size, mlp_above
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        observations, rest = inputs[:, :self.observation_size], inputs[:, self.observation_size:]
+        return self.mlp(torch.cat([self.features(observations), rest], dim=-1))
+
+
+def on_features(features: Callable[[], CustomFeatures] | None, observation_size: int, outputs: int,
+                hidden: int | Sequence[int], activation: str, extra_inputs: int = 0) -> nn.Module:
+    """The MLP of a net's part that reads the observation (an actor, an agent's Q-network; or
+    a critic, reading ``extra_inputs`` more: the action), or over a custom model's features
+    of it where ``features`` makes one."""
+    if features is None:
+        return mlp(observation_size + extra_inputs, outputs, hidden, activation)
+    made = features()
+    return FeaturesThen(made, observation_size, mlp(made.size + extra_inputs, outputs, hidden, activation))
 
 
 class MlpA2C(nn.Module):

@@ -166,12 +166,12 @@ def test_on_several_agents_the_model_reads_each_agents_own_observation_under_eve
     assert torch.allclose(values, mappo.value(torch.cat([every, features], dim=1)).squeeze(-1))
     assert torch.allclose(mappo(rows)[0], logits)  # play's rows, without everyone's observations
     qmix = net_of("qmix", "TwoStepGame", model=model)
-    assert torch.allclose(qmix(rows)[0], qmix.agent_q.net[1](features))
+    assert torch.allclose(qmix(rows)[0], qmix.agent_q.net.mlp(features))
     maddpg = net_of("maddpg", "TwoStepGame", model=model, policies="shared")
     actor = maddpg.actors.nets["shared"]
-    assert torch.allclose(maddpg(rows)[0], actor.policy[1](features))
+    assert torch.allclose(maddpg(rows)[0], actor.policy.mlp(features))
     per_agent = net_of("maddpg", "TwoStepGame", model=model)  # each policy's actor its own copy of the model
-    assert len({id(actor.policy[0].model.scale) for actor in per_agent.actors.nets.values()}) == 2
+    assert len({id(actor.policy.features.model.scale) for actor in per_agent.actors.nets.values()}) == 2
 
 
 @pytest.mark.timeout(120)

@@ -41,10 +41,10 @@ class MADDPG(JointRowsAlgorithm):
         from a3c.lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
-        from a3c.lib.custom_model import custom_features
+        from a3c.lib.custom_model import features_maker
 
         net = MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies, *mlp_shape(settings, HIDDEN),
-                        lambda: custom_features(env_info, settings.get("model")))
+                        features_maker(env_info, settings))
         return self.masked(net, env_info)
 
     def make_learner(self, config: Config, net: nn.Module, version_counter: torch.Tensor,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from a3c.lib.models import mlp
+from a3c.lib.models import mlp, on_features
 from a3c.lib.policies import PolicyMap
 
 HIDDEN = 64
@@ -19,15 +19,14 @@ HIDDEN = 64
 
 
 class Actor(nn.Module):
-    """An agent's policy: logits from its own observation (through the user's ``features`` of
-    it, where the model config names a ``custom_model``). Returns (logits, zeros) so that it
+    """An agent's policy: logits from its own observation (through the user's features of it,
+    where ``features`` makes the model config's ``custom_model``). Returns (logits, zeros) so that it
     acts like the actor-critic nets (``a3c.lib.models.evaluate``)."""
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = HIDDEN,
-                 activation: str = "relu", features: nn.Module | None = None):
+                 activation: str = "relu", features: Callable[[], nn.Module] | None = None):
         super().__init__()
-        head = mlp(observation_size if features is None else features.size, n_actions, hidden, activation)
-        self.policy = head if features is None else nn.Sequential(features, head)
+        self.policy = on_features(features, observation_size, n_actions, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.policy(observations.float())
@@ -36,18 +35,18 @@ class Actor(nn.Module):
 
 class MADDPGNet(nn.Module):
     """The actors (behind a ``PolicyMap``: ``--policies`` maps agents to them; each with its own
-    ``features()``, the user's model where the model config names one) and one critic
+    copy of the user's model where ``features`` makes one) and one critic
     per agent, Q_i(every observation, every action), their MLPs ``hidden`` wide with ``activation``
     (the model config's ``fcnet_hiddens`` and ``fcnet_activation``). ``forward`` is the actors':
     what the workers act with."""
 
     def __init__(self, observation_size: int, n_actions: int, agent_policies: Sequence[str],
                  hidden: int | Sequence[int] = HIDDEN, activation: str = "relu",
-                 features: Callable[[], nn.Module | None] = lambda: None):
+                 features: Callable[[], nn.Module] | None = None):
         super().__init__()
         agents = len(agent_policies)
         self.agents, self.n_actions = agents, n_actions
-        self.actors = PolicyMap({name: Actor(observation_size, n_actions, hidden, activation, features())
+        self.actors = PolicyMap({name: Actor(observation_size, n_actions, hidden, activation, features)
                                  for name in dict.fromkeys(agent_policies)}, agent_policies)
         self.critics = nn.ModuleList(mlp(agents * (observation_size + n_actions), 1, hidden, activation)
                                      for _ in range(agents))

@@ -40,11 +40,10 @@ class QMIX(JointRowsAlgorithm):
         """The agents' shared Q-network and the mixer, in one module, its Q-values masked where
         the agents observe an action mask."""
         from a3c.algos.qmix.nets import QMIXNet
-        from a3c.lib.custom_model import custom_features
+        from a3c.lib.custom_model import features_maker
 
         net = QMIXNet(env_info.observation_shape[0], env_info.n_actions, len(env_info.agents),
-                      settings.get("mixing_embed") or 32, *mlp_shape(settings, 64),
-                      custom_features(env_info, settings.get("model")))
+                      settings.get("mixing_embed") or 32, *mlp_shape(settings, 64), features_maker(env_info, settings))
         return self.masked(net, env_info)
 
     def acting_options(self, config: Config, worker_id: int) -> dict[str, Any]:

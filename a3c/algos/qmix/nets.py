@@ -10,25 +10,24 @@ row's whole content); in the two-step game that is the state itself, which its
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from a3c.lib.models import mlp
+from a3c.lib.models import on_features
 
 
 class AgentQ(nn.Module):
     """Q-values of each action from one agent's observation: two hidden layers of 64, or the
-    model config's ``fcnet_hiddens`` with its ``fcnet_activation``; over the user's
-    ``features`` of it where the model config names a ``custom_model`` (``a3c.lib.custom_model``)."""
+    model config's ``fcnet_hiddens`` with its ``fcnet_activation``; over the user's features
+    of it where ``features`` makes the model config's ``custom_model`` (``a3c.lib.custom_model``)."""
 
     def __init__(self, observation_size: int, n_actions: int, hidden: int | Sequence[int] = 64,
-                 activation: str = "relu", features: nn.Module | None = None):
+                 activation: str = "relu", features: Callable[[], nn.Module] | None = None):
         super().__init__()
-        head = mlp(observation_size if features is None else features.size, n_actions, hidden, activation)
-        self.net = head if features is None else nn.Sequential(features, head)
+        self.net = on_features(features, observation_size, n_actions, hidden, activation)
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return self.net(observations.float())
@@ -64,7 +63,8 @@ class QMIXNet(nn.Module):
     Q-values (the head an epsilon-greedy chooser reads) and zeros for values."""
 
     def __init__(self, observation_size: int, n_actions: int, agents: int, embed: int = 32,
-                 hidden: int | Sequence[int] = 64, activation: str = "relu", features: nn.Module | None = None):
+                 hidden: int | Sequence[int] = 64, activation: str = "relu",
+                 features: Callable[[], nn.Module] | None = None):
         super().__init__()
         self.agents, self.n_actions = agents, n_actions
         self.agent_q = AgentQ(observation_size, n_actions, hidden, activation, features)

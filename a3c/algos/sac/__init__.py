@@ -4,7 +4,7 @@ uniform replay buffer and trains twin critics towards soft targets, the actor th
 and the entropy temperature towards a target entropy."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from a3c.algos.base import Algorithm, shown_value
@@ -71,6 +71,7 @@ class SAC(Algorithm):
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.algos.sac.nets import HIDDEN, SACNet, SquashedGaussian
+        from a3c.lib.custom_model import features_maker
 
         distribution = SquashedGaussian(env_info.n_actions, env_info.action_low, env_info.action_high)
         return SACNet(env_info.observation_shape[0], distribution, *mlp_shape(settings, HIDDEN),
@@ -81,14 +82,3 @@ class SAC(Algorithm):
         from a3c.algos.sac.learner import SACLearner
 
         return SACLearner(config, net, version_counter, env_info)
-
-
-def features_maker(env_info: EnvInfo, settings: Mapping[str, Any]) -> Callable[[], nn.Module] | None:
-    """What makes a fresh copy of the model config's custom model for each of the actor and
-    the critics; None without one."""
-    model = settings.get("model") or {}
-    if model.get("custom_model") is None:
-        return None
-    from a3c.lib.custom_model import custom_features
-
-    return lambda: custom_features(env_info, model)

@@ -12,7 +12,7 @@ from torch import nn
 
 from a3c.lib.custom_model import CustomFeatures
 from a3c.lib.distributions import DiagGaussian, SquashedGaussian
-from a3c.lib.models import mlp
+from a3c.lib.models import on_features
 
 LOG_STD_RANGE = (-5.0, 2.0)
 """The log-stds the actor may give (CleanRL's and SB3's bounds): wider, and the squashed
@@ -63,29 +63,6 @@ class SACNet(ActorAndTwinCritics):
         head, zeros = super().forward(observations)
         mean, log_std = head.chunk(2, dim=-1)
         return torch.cat([mean, log_std.clamp(*LOG_STD_RANGE)], dim=-1), zeros
-
-
-class FeaturesThen(nn.Module):
-    """An MLP over a custom model's features of a row's first ``observation_size`` values and
-    the rest of the row as it is (a critic's action; nothing for the actor)."""
-
-    def __init__(self, features: CustomFeatures, observation_size: int, mlp_above: nn.Sequential):
-        super().__init__()
-        self.features, self.observation_size, self.mlp = features, observation_size, mlp_above
-
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        observations, rest = inputs[:, :self.observation_size], inputs[:, self.observation_size:]
-        return self.mlp(torch.cat([self.features(observations), rest], dim=-1))
-
-
-def on_features(features: Callable[[], CustomFeatures] | None, observation_size: int, outputs: int,
-                hidden: int | Sequence[int], activation: str, extra_inputs: int = 0) -> nn.Module:
-    """The MLP of an actor (or of a critic, reading ``extra_inputs`` more: the action) over the
-    observation, or over a custom model's features of it where ``features`` makes one."""
-    if features is None:
-        return mlp(observation_size + extra_inputs, outputs, hidden, activation)
-    made = features()
-    return FeaturesThen(made, observation_size, mlp(made.size + extra_inputs, outputs, hidden, activation))
 
 
 def critic_values(critics: nn.ModuleList, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

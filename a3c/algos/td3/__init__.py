@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from a3c.algos.sac import SAC, features_maker
+from a3c.algos.sac import SAC
 from a3c.algos.td3.settings import PRESET, TD3Settings
 from a3c.model_config import mlp_shape
 
@@ -37,6 +37,7 @@ class TD3(SAC):
 
     def build_policy_net(self, env_info: EnvInfo, settings: Mapping[str, Any]) -> nn.Module:
         from a3c.algos.sac.nets import HIDDEN, ActorAndTwinCritics
+        from a3c.lib.custom_model import features_maker
         from a3c.lib.distributions import NoisyDeterministic
 
         distribution = NoisyDeterministic(env_info.n_actions, env_info.action_low, env_info.action_high,
