@@ -18,12 +18,14 @@ from pathlib import Path
 import psutil
 import pytest
 
+import a3c.cli
 from tests.namespaces import (
     RAY_SCENARIO,
     RAY_SCENARIOS,
     SCENARIO_FOLDER,
     Scenario,
     namespace_problem,
+    scenario_processes,
 )
 from tests.process_tree import workers
 
@@ -132,6 +134,46 @@ def launch() -> Iterator[Callable[..., Trainer]]:
         if trainer.process.poll() is None:
             trainer.process.kill()
             trainer.process.wait()
+
+
+class CommandRun:
+    """What ``a3c.cli.main(args)`` did when run in this process: its exit code, its output
+    (stdout then stderr), and every worker it started, recorded by a thread while it ran.
+    The test's own process is the learner, so a run costs no interpreter, torch import or
+    fork server of its own; the tests that need the command's process itself (its signals,
+    its exit, its wrapper script) use ``launch``."""
+
+    def __init__(self, code: int, output: str, workers: set[int]):
+        self.code, self.output, self.workers = code, output, workers
+
+
+@pytest.fixture
+def run_command(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], CommandRun]:
+    """``run_command(args)``: the command run in this process (``CommandRun``)."""
+
+    def run(args: list[str]) -> CommandRun:
+        capsys.readouterr()
+        before = {process.pid for process in workers(psutil.Process())} | scenario_processes()
+        seen: set[int] = set()
+        running = threading.Event()
+        running.set()
+
+        def watch() -> None:
+            while running.is_set():
+                seen.update(process.pid for process in workers(psutil.Process()))
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            code = a3c.cli.main(args)
+        finally:
+            running.clear()
+            watcher.join()
+        captured = capsys.readouterr()
+        return CommandRun(code, captured.out + captured.err, seen - before)
+
+    return run
 
 
 REAL_RAY_DIR = Path.home() / ".ray"

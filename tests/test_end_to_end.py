@@ -1,4 +1,5 @@
-"""Whole runs of ``run_a3c.py`` in a subprocess: they learn, log, save and leave no process."""
+"""Whole runs of the command: they learn, log, save and leave no process (in the test's
+process, and one by the installed command in a process of its own)."""
 from __future__ import annotations
 
 import json
@@ -15,24 +16,23 @@ from tests.helpers import alive, only_run_dir, scalars
 # the data mode's bound is CartPole's own (475); grads mode, with half the steps per frame
 # (two children's gradients summed per step), is asked for 150, seven times random play's 22
 @pytest.mark.parametrize("mode, bound", [("data", 475), ("grads", 150)])
-def test_cartpole_learns_to_the_reward_bound_and_exits_clean(launch, tmp_path, mode, bound):
+def test_cartpole_learns_to_the_reward_bound_and_exits_clean(run_command, tmp_path, mode, bound):
     budget = 400_000  # at most about twice what either needs
     bound_flag = ["--stop-reward", str(bound)] if mode == "grads" else []
     # A progress line each second: a fast host solves in under the default 5 s
-    trainer = launch(["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
-                      "--logdir", str(tmp_path), "--mode", mode, "--report-interval", "1", *bound_flag])
-    assert trainer.finish(timeout=240) == 0, trainer.output
-    assert len(trainer.descendants) >= 2  # the children really ran
-    assert alive(trainer.descendants) == []
+    run = run_command(["-n", "e2e", "--env", "CartPole-v1", "--max-frames", str(budget), "--seed", "1",
+                       "--logdir", str(tmp_path), "--mode", mode, "--report-interval", "1", *bound_flag])
+    assert run.code == 0, run.output
+    assert run.workers and alive(run.workers) == []  # its workers ran, and left with it
     run_dir = only_run_dir(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["reason"] == "solved" and summary["mean_reward_100"] >= bound, trainer.output
+    assert summary["reason"] == "solved" and summary["mean_reward_100"] >= bound, run.output
     assert summary["frames"] < budget
-    assert trainer.output.strip().splitlines()[-1].startswith("solved:")
+    assert run.output.strip().splitlines()[-1].startswith("solved:")
     # solved before the periodic best check, maybe: the ending writes best.pt itself
     assert load_checkpoint(run_dir / "best.pt")["best_mean_reward"] >= bound
     checkpoint = load_checkpoint(run_dir / "checkpoint.pt")
-    assert "mean-100 reward" in trainer.output and "frames/s" in trainer.output
+    assert "mean-100 reward" in run.output and "frames/s" in run.output
     assert checkpoint["counters"]["frames"] == summary["frames"]
     tags = set(scalars(run_dir).Tags()["scalars"])
     assert {"episode/reward", "episode/reward_100", "episode/length", "speed/frames_per_second",
@@ -46,12 +46,11 @@ def test_cartpole_learns_to_the_reward_bound_and_exits_clean(launch, tmp_path, m
 @pytest.mark.timeout(300)
 # grads mode runs with --bf16: its children act and compute gradients under bfloat16 autocast
 @pytest.mark.parametrize("mode, precision", [("data", []), ("grads", ["--bf16"])])
-def test_atari_smoke_writes_readable_tensorboard_events(launch, tmp_path, mode, precision):
-    trainer = launch(
-        ["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
-         "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode, *precision])
-    assert trainer.finish(timeout=240) == 0, trainer.output
-    assert alive(trainer.descendants) == []
+def test_atari_smoke_writes_readable_tensorboard_events(run_command, tmp_path, mode, precision):
+    run = run_command(["-n", "pong-smoke", "--max-frames", "4000", "--processes", "2", "--envs-per-process", "2",
+                       "--batch-size", "32", "--logdir", str(tmp_path), "--mode", mode, *precision])
+    assert run.code == 0, run.output
+    assert len(run.workers) >= 2 and alive(run.workers) == []
     run_dir = only_run_dir(tmp_path)
     events = scalars(run_dir)
     losses = events.Scalars("loss/total")
