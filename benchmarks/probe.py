@@ -23,7 +23,6 @@ the trainer's window segments, with the trainer paused, for the same reason
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import statistics
 import time
@@ -43,6 +42,7 @@ from a3c.lib.denormals import flush_denormals
 from a3c.lib.envs import describe_env, make_vector_env
 from a3c.lib.experience import TransitionBatch
 from a3c.lib.models import build_net, evaluate
+from a3c.transport.process_pool import child_context
 from benchmarks.affinity import CAN_PIN, available_cores, pin_process, pinned_to_one_core
 
 
@@ -171,8 +171,9 @@ class LimitProbe:
         self._companions = self._start_companions((env_id, child_batch, learner_batch, bf16, conv))
 
     def _start_companions(self, settings: tuple[str, int, int, bool, str]) -> list[tuple[BaseProcess, Connection]]:
-        """One companion per core other than the one ``measure`` pins this process to."""
-        context = mp.get_context("spawn")
+        """One companion per core other than the one ``measure`` pins this process to, started
+        as the trainer's children are (``child_context``)."""
+        context = child_context(shared_tensors=0, cuda=False)
         companions = []
         for core in available_cores()[:-1]:
             ours, theirs = context.Pipe()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -73,20 +72,6 @@ def alive(pids, grace: float = 5.0) -> list[str]:
         if not running or time.monotonic() > deadline:
             return running
         time.sleep(0.1)
-
-
-def own_children(wanted: Callable[[str], bool], recursive: bool = False) -> list[psutil.Process]:
-    """This process's children (all its descendants if ``recursive``) whose command line
-    ``wanted`` accepts; one that exits while it is looked at (or is a zombie not reaped yet)
-    is left out."""
-    children = []
-    for child in psutil.Process().children(recursive=recursive):
-        try:
-            if wanted(" ".join(child.cmdline())):
-                children.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return children
 
 
 def only_run_dir(logdir: Path) -> Path:

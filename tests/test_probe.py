@@ -7,7 +7,8 @@ from benchmarks.affinity import CAN_PIN, available_cores
 from benchmarks.probe import LimitProbe, layout_cap, round_bounds, side_speeds
 from benchmarks.report import markdown_report
 from benchmarks.run import probe_through_pong, segment_fractions
-from tests.helpers import own_children
+from tests.namespaces import scenario_processes
+from tests.process_tree import workers
 
 CARTPOLE = "CartPole-v1"
 
@@ -34,14 +35,15 @@ def test_bound_is_the_cores_over_the_summed_median_costs(probe):
     assert limits["one_core"]["stage_readings"] != limits["stage_readings"]
 
 
-def _spawned_children() -> list[psutil.Process]:
-    """This process's multiprocessing children, not its resource tracker."""
-    return own_children(lambda command: "spawn_main" in command)
+def _companions() -> list[psutil.Process]:
+    """This process's children and theirs but multiprocessing's helpers and a Ray scenario
+    it started: the probe's companions."""
+    return [process for process in workers(psutil.Process()) if process.pid not in scenario_processes()]
 
 
 def test_rounds_run_on_one_core_with_a_companion_on_each_other_core_and_leave_nothing_behind(probe):
     cores = available_cores()
-    companions = _spawned_children()
+    companions = _companions()
     assert len(companions) == len(cores) - 1
     probe.measure(1)
     if CAN_PIN:
@@ -51,7 +53,7 @@ def test_rounds_run_on_one_core_with_a_companion_on_each_other_core_and_leave_no
         assert probe.limits()["pinned_core"] is None
     probe.close()
     assert available_cores() == cores
-    assert _spawned_children() == []
+    assert _companions() == []
 
 
 def test_with_pong_one_round_is_taken_at_each_boundary_the_window_calls(probe):
