@@ -1,14 +1,14 @@
 """Runs inside a network namespace of its own (``unshare -rn``, only loopback up), started by
 tests/test_ray_backend.py; prints one JSON object of what it saw, for that test to check.
 
-1. A two-node Ray cluster on 127.0.0.1 (``ray start`` for a head of 5 CPUs and a second node
+1. A two-node Ray cluster on 127.0.0.1 (``ray start`` for a head of 3 CPUs and a second node
    of 2, each in a session of its own so that either can be killed whole):
    - more ``--processes`` than the CPUs besides the learner's: refused before any actor;
-   - every CPU taken (the learner's seat and six actors), one actor on the second node
+   - every CPU taken (the learner's seat and four actors), one actor on the second node
      killed: its replacement spills to the CPU it freed and sends blocks; once the trainer
      stops, no actor of the run is left though the driver is still connected;
-   - A3C with four actors spread over both nodes, the second node killed mid-run: the
-     replacements send blocks from the head and the run goes on;
+   - A3C with two actors, one on each node, the second node killed mid-run: the
+     replacement sends blocks from the head and the run goes on;
    - an actor whose env hangs is taken for stuck after ``--worker-timeout``;
    - ``--algo dqn`` for a few seconds: blocks reach the replay buffer and the learner steps;
    - ``--algo ppo`` on CartPole with two actors until its mean-100 is three times random play's;
@@ -168,7 +168,7 @@ def replacement_on_a_full_cluster(logdir: Path, second_node: str) -> dict:
     from a3c import Trainer
 
     seen: dict = {}
-    with Trainer(env=PACED, backend="ray", ray_address=ADDRESS, processes=6, envs_per_process=4,
+    with Trainer(env=PACED, backend="ray", ray_address=ADDRESS, processes=4, envs_per_process=4,
                  logdir=str(logdir), name="full", stop_reward=1e9, max_worker_restarts=2) as trainer:
         result = trainer.train(seconds=2)
         while None in nodes(trainer) and result["seconds"] < 60:
@@ -208,7 +208,7 @@ def cluster_runs(logdir: Path) -> dict:
         def forward(self, observations):
             return torch.relu(self.layer(observations))
 
-    head = ray_node("--head", f"--port={PORT}", "--num-cpus=5", "--include-dashboard=false")
+    head = ray_node("--head", f"--port={PORT}", "--num-cpus=3", "--include-dashboard=false")
     second = third = None
     try:
         deadline = time.monotonic() + 60
@@ -225,11 +225,11 @@ def cluster_runs(logdir: Path) -> dict:
         wait_for_nodes(2)
         head_node = ray.get_runtime_context().get_node_id()
         second_node = next(node["NodeID"] for node in ray.nodes() if node["NodeID"] != head_node)
-        seen: dict = {"too_many": refused(env="CartPole-v1", processes=7, logdir=str(logdir), name="many"),
+        seen: dict = {"too_many": refused(env="CartPole-v1", processes=5, logdir=str(logdir), name="many"),
                       "no_resource": refused(env="CartPole-v1", processes=1, ray_actor_resource="actor_host",
                                              logdir=str(logdir), name="resource")}
         seen["full"] = replacement_on_a_full_cluster(logdir, second_node)
-        with Trainer(env=PACED, backend="ray", ray_address=ADDRESS, processes=4, envs_per_process=8,
+        with Trainer(env=PACED, backend="ray", ray_address=ADDRESS, processes=2, envs_per_process=8,
                      logdir=str(logdir), name="nodes", max_seconds=240, max_worker_restarts=4,
                      stop_reward=1e9) as trainer:
             first = trainer.train(seconds=2)
