@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-import torch.multiprocessing as mp
 from torch import nn
 
 import a3c
@@ -21,6 +20,7 @@ from a3c.config import make_config
 from a3c.lib.custom_model import structured
 from a3c.lib.envs import describe_env
 from a3c.preflight import preflight
+from a3c.transport.process_pool import child_context
 from tests.custom_models import TanhLayer
 
 
@@ -97,7 +97,7 @@ def _report_weights(net, loaded, ready, sums):
         sums.put(float(sum(parameter.sum() for parameter in net.encoder.model.parameters())))
 
 
-def test_a_spawned_process_shares_the_weights_of_a_model_it_never_saw_defined():
+def test_a_worker_process_shares_the_weights_of_a_model_it_never_saw_defined():
     class Local(nn.Module):  # defined here: only a copy by value can reach the child
         def __init__(self, observation_space, config):
             super().__init__()
@@ -110,7 +110,7 @@ def test_a_spawned_process_shares_the_weights_of_a_model_it_never_saw_defined():
     a3c.register_model("local", Local)
     net = net_of("a3c", "CartPole-v1", model={"custom_model": "local"})
     net.share_memory()
-    context = mp.get_context("spawn")
+    context = child_context(shared_tensors=len(net.state_dict()), cuda=False)  # as the trainer's children start
     loaded, ready, sums = context.Event(), context.Event(), context.Queue()
     child = context.Process(target=_report_weights, args=(net, loaded, ready, sums))
     child.start()

@@ -1,6 +1,8 @@
 """``--track``: a run's TensorBoard scalars and settings mirrored to a Weights & Biases run,
 offline in the suite (conftest.py sets WANDB_MODE), resumed in the same W&B run; and W&B's
 failures as one line before any child."""
+import importlib.util
+
 import pytest
 
 import a3c.cli
@@ -8,7 +10,8 @@ import a3c.lifecycle.trainer
 from a3c.lifecycle.tracking import figures, tracking_id
 from tests.helpers import alive, only_run_dir
 
-pytest.importorskip("wandb", reason="W&B is not installed (the wandb extra)")
+# looked up, not imported: each test process collecting this module would import all of W&B
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="W&B is not installed (the wandb extra)")
 
 
 def track(launch, tmp_path, *args: str) -> int:
