@@ -204,14 +204,17 @@ def run_sweep(settings_per_trial: list[dict[str, Any]], storage: Path, per_trial
     try:
         available = int(ray.cluster_resources().get("CPU", 1))
         at_once = max(1, available // per_trial)
-        if wants_checkpoints(plan.scheduler):  # PBT compares trials as they run: the population shares the cores
+        checkpoints = wants_checkpoints(plan.scheduler)
+        if checkpoints:  # PBT compares trials as they run: the population shares the cores
             at_once = len(settings_per_trial)
         space = search_space(plan, settings_per_trial, grid or {}, seeds)
         tuner = tune.Tuner(
             tune.with_resources(trial, {"cpu": min(per_trial, available / at_once)}),
-            param_space={"trial": space, "metric": plan.metric, "checkpoints": wants_checkpoints(plan.scheduler),
+            param_space={"trial": space, "metric": plan.metric, "checkpoints": checkpoints,
                          "grid_names": list(grid or {})},
-            tune_config=tune.TuneConfig(max_concurrent_trials=at_once,
+            # a trial's process runs the next trial too (no new Ray worker importing torch), except
+            # under PBT, whose restart from a leader's checkpoint needs a fresh trial function
+            tune_config=tune.TuneConfig(max_concurrent_trials=at_once, reuse_actors=not checkpoints,
                                         num_samples=1 if plan.search == "grid" else plan.samples,
                                         scheduler=make_scheduler(plan, grid or {}),
                                         search_alg=make_searcher(plan)),

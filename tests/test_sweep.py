@@ -1,6 +1,7 @@
 """Sweeps: the grid's parsing and the table by hand, and a real two-trial sweep on Ray Tune
 inside a network namespace of its own (only loopback up), so Ray can reach no other address."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,11 @@ def test_a_two_trial_sweep_on_ray_tune_writes_every_run_under_one_folder(tmp_pat
         summary = json.loads((run / "summary.json").read_text())
         assert summary["reason"] == "frame_budget" and summary["frames"] >= 5000
         assert any(run.glob("events.out.tfevents.*"))
+    # a process per trial slot, each trial asking for 2 CPUs (its worker and the learner's
+    # thread): on 2 cores one process ran both trials, the second importing nothing again
+    pids = {json.loads(line)["pid"] for path in (tmp_path / "grid" / "tune").glob("*/result.json")
+            for line in path.read_text().splitlines()}
+    assert len(pids) == min(2, max(1, (os.cpu_count() or 1) // 2)), pids
     # Ray wrote its token and session files in the suite's own home, not the user's
     assert (Path.home() / ".ray" / "auth_token").exists() and real_ray_dir_unchanged()
 
