@@ -65,7 +65,8 @@ class RaisesInWorker(Callback):
 @pytest.mark.timeout(120)
 def test_worker_hooks_fill_custom_metrics_known_by_hand(tmp_path):
     callback = CountingMetrics()
-    with Trainer(env=COUNTING, callbacks=[callback], processes=2, envs_per_process=2, logdir=str(tmp_path),
+    # Counting at a walker's pace: seconds of reports that leave the cores to the other tests
+    with Trainer(env="tests.toy_envs:Paced-v0", callbacks=[callback], processes=2, envs_per_process=2, logdir=str(tmp_path),
                  stop_reward=1e9, report_interval=0.2) as trainer:
         result = trainer.train(seconds=2.0)  # several reports after the first episodes
         while not result["custom_metrics"]:  # a loaded host may not have finished one episode yet
