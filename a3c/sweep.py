@@ -4,7 +4,8 @@
     python -m a3c.sweep --env CartPole-v1 --grid lr=1e-3,3e-3 --grid entropy_beta=0,0.01 --seeds 3
 
 A trial asks Ray for as many CPUs as its run has processes (workers plus the learner's
-threads), so Tune runs as many at once as the cores hold. Every trial's TensorBoard run
+threads), so Tune runs as many at once as the cores hold, each slot's Ray worker running
+one trial after another (PBT's excepted). Every trial's TensorBoard run
 goes under one folder, ``--logdir/NAME``. Needs the ``tune`` extra (``pip install -e
 ".[tune]"``); the base install does not. Without ``--ray-address`` a local Ray starts for
 the sweep, on 127.0.0.1, without its dashboard, and stops with it.
