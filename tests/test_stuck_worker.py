@@ -3,12 +3,14 @@ others is named, killed and restarted, once; one stopped for less than that is l
 import json
 import os
 import signal
+import threading
 import time
 
 import pytest
 
+from a3c import ConsoleReporter, Trainer
 from a3c.lib.trackers import ages_text
-from tests.helpers import alive, only_run_dir
+from tests.helpers import alive, only_run_dir, pids
 
 
 def run_to_the_end(trainer) -> dict:
@@ -34,19 +36,27 @@ def test_a_worker_whose_env_hangs_is_named_killed_and_restarted_once(run_command
 
 
 @pytest.mark.timeout(150)
-def test_a_worker_stopped_for_less_than_the_timeout_is_left_alone(launch, tmp_path):
-    trainer = launch(["-n", "pause", "--env", "tests.toy_envs:Paced-v0", "--processes", "2", "--logdir", str(tmp_path),
-                      "--stop-reward", "1e9", "--max-seconds", "8", "--worker-timeout", "4",
-                      "--report-interval", "1"])
-    assert "s ago" in trainer.wait_for("frames/s")  # the workers are up and sending, their ages shown
-    worker = trainer.children()[0]
-    os.kill(worker, signal.SIGSTOP)
-    time.sleep(2)  # the silence being made, not waited for: half the timeout
-    os.kill(worker, signal.SIGCONT)
-    trainer.logdir = tmp_path
-    summary = run_to_the_end(trainer)
-    assert summary["reason"] == "time_budget" and summary["worker_restarts"] == 0
-    assert "taken for stuck" not in trainer.output
+def test_a_worker_stopped_for_less_than_the_timeout_is_left_alone(tmp_path, capsys):
+    def stop_for_two_seconds(worker: int) -> None:  # the silence being made, not waited for: half the timeout
+        os.kill(worker, signal.SIGSTOP)
+        time.sleep(2)
+        os.kill(worker, signal.SIGCONT)
+
+    with Trainer(env="tests.toy_envs:Paced-v0", processes=2, logdir=str(tmp_path), stop_reward=1e9, max_seconds=8,
+                 worker_timeout=4, report_interval=1, reporter=ConsoleReporter()) as trainer:
+        while trainer.train()["frames"] == 0:  # the workers are up and sending
+            pass
+        children = pids(trainer._pool)
+        stopper = threading.Thread(target=stop_for_two_seconds, args=(children[0],))
+        stopper.start()  # while the learner goes on reading the other worker
+        while not (result := trainer.train())["done"]:
+            pass
+        stopper.join()
+    assert result["reason"] == "time_budget" and result["worker_restarts"] == 0
+    output = capsys.readouterr()
+    assert "s ago" in output.out  # the progress lines show each worker's last message age
+    assert "taken for stuck" not in output.out + output.err
+    assert alive(children) == []
 
 
 def test_the_progress_line_gives_each_workers_last_message_age_or_the_oldest_of_many():
