@@ -17,28 +17,32 @@ RUNNER = textwrap.dedent("""
     sys.modules["a3c"] = None  # this process cannot import the package
     import json
     import numpy as np
-    folder = sys.argv[1]
-    described = json.load(open(folder + "/policy.json"))
-    observations = np.load(folder + "/observations.npy")
-    recurrent = "state" in described["inputs"]
-    state = np.zeros((1, *described.get("state_shape", [0])), np.float32)
-    if described["format"] == "torchscript":
-        import torch
-        policy = torch.jit.load(folder + "/policy.pt")
-        run = lambda rows, state: [out.numpy() for out in policy(*map(torch.as_tensor, [rows, state][:1 + recurrent]))]
-    else:
-        import onnxruntime
-        session = onnxruntime.InferenceSession(folder + "/policy.onnx")
-        run = lambda rows, state: session.run(None, dict(zip(described["inputs"], [rows, state])))
-    if recurrent:  # one episode: each step from the state the last one gave
-        actions = []
-        for row in observations:
-            action, _, state = run(row[None], state)
-            actions.append(action[0])
-        actions = np.stack(actions)
-    else:
-        actions = run(observations, state)[0]
-    np.save(folder + "/actions.npy", actions)
+
+    def act(folder):
+        described = json.load(open(folder + "/policy.json"))
+        observations = np.load(folder + "/observations.npy")
+        recurrent = "state" in described["inputs"]
+        state = np.zeros((1, *described.get("state_shape", [0])), np.float32)
+        if described["format"] == "torchscript":
+            import torch
+            policy = torch.jit.load(folder + "/policy.pt")
+            run = lambda rows, state: [out.numpy() for out in policy(*map(torch.as_tensor, [rows, state][:1 + recurrent]))]
+        else:
+            import onnxruntime
+            session = onnxruntime.InferenceSession(folder + "/policy.onnx")
+            run = lambda rows, state: session.run(None, dict(zip(described["inputs"], [rows, state])))
+        if recurrent:  # one episode: each step from the state the last one gave
+            actions = []
+            for row in observations:
+                action, _, state = run(row[None], state)
+                actions.append(action[0])
+            actions = np.stack(actions)
+        else:
+            actions = run(observations, state)[0]
+        np.save(folder + "/actions.npy", actions)
+
+    for folder in sys.argv[1:]:
+        act(folder)
 """)
 
 CASES = {
@@ -57,11 +61,11 @@ def observations_of(env_info, rows: int, seed: int = 0) -> np.ndarray:
     return generator.normal(0, 1, (rows, *env_info.observation_shape)).astype(np.float32)
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize("case", CASES)
-def test_an_export_acts_as_compute_action_without_the_package(tmp_path, case):
+def exported(case: str, folder) -> np.ndarray:
+    """``case``'s policy trained for 200 frames and exported in both formats under ``folder``,
+    each beside the observations it is to act on; the trainer's greedy actions on them."""
     env, settings = CASES[case]
-    with Trainer(env=env, backend="serial", processes=1, max_frames=200, logdir=str(tmp_path), name="x",
+    with Trainer(env=env, backend="serial", processes=1, max_frames=200, logdir=str(folder), name="x",
                  **{"envs_per_process": 4, **settings}) as trainer:
         while not trainer.train()["done"]:
             pass
@@ -75,27 +79,36 @@ def test_an_export_acts_as_compute_action_without_the_package(tmp_path, case):
         else:
             expected = np.array([trainer.compute_action(row, greedy=True) for row in observations])
         for export_format in ("torchscript", "onnx"):
-            folder = tmp_path / export_format
-            trainer.export_policy(folder, export_format)
-            np.save(folder / "observations.npy", observations)
-            done = subprocess.run([sys.executable, "-c", RUNNER, str(folder)], capture_output=True, text=True,
-                                  timeout=120, check=False)
-            assert done.returncode == 0, done.stderr[-2000:]
-            actions = np.load(folder / "actions.npy")
-            if np.issubdtype(expected.dtype, np.integer):
-                assert np.array_equal(actions, expected), (export_format, actions[:10], expected[:10])
-            else:
-                assert np.allclose(actions.reshape(expected.shape), expected, atol=1e-5), export_format
-    described = json.loads((tmp_path / "onnx" / "policy.json").read_text())
-    assert described["file"] == "policy.onnx" and described["env_id"] == env
-    if case == "image":
-        assert described["observation"]["dtype"] == "uint8" and "4 frames stacked" in described["observation"]["from_env"]
-    if case == "box":
-        assert described["action_bounds"] == [[-2.0], [2.0]] and described["outputs"][1] == "means, then log-stds"
-    if case == "recurrent":
-        assert described["inputs"] == ["observations", "state"] and described["state_shape"] == [2, 256]
-    if case == "attention":  # 6 steps remembered, each the body's 128 features and the step's flag
-        assert described["inputs"] == ["observations", "state"] and described["state_shape"] == [6, 129]
+            trainer.export_policy(folder / export_format, export_format)
+            np.save(folder / export_format / "observations.npy", observations)
+    return expected
+
+
+@pytest.mark.timeout(240)
+def test_an_export_acts_as_compute_action_without_the_package(tmp_path):
+    expected = {case: exported(case, tmp_path / case) for case in CASES}
+    folders = [tmp_path / case / export_format for case in CASES for export_format in ("torchscript", "onnx")]
+    # one process acts with all ten: torch and onnxruntime imported once
+    done = subprocess.run([sys.executable, "-c", RUNNER, *map(str, folders)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for folder in folders:
+        case, export_format = folder.parent.name, folder.name
+        actions, wanted = np.load(folder / "actions.npy"), expected[case]
+        if np.issubdtype(wanted.dtype, np.integer):
+            assert np.array_equal(actions, wanted), (case, export_format, actions[:10], wanted[:10])
+        else:
+            assert np.allclose(actions.reshape(wanted.shape), wanted, atol=1e-5), (case, export_format)
+    described = {case: json.loads((tmp_path / case / "onnx" / "policy.json").read_text()) for case in CASES}
+    for case, (env, _) in CASES.items():
+        assert described[case]["file"] == "policy.onnx" and described[case]["env_id"] == env, case
+    assert described["image"]["observation"]["dtype"] == "uint8"
+    assert "4 frames stacked" in described["image"]["observation"]["from_env"]
+    assert described["box"]["action_bounds"] == [[-2.0], [2.0]] and described["box"]["outputs"][1] == "means, then log-stds"
+    assert described["recurrent"]["inputs"] == ["observations", "state"] and described["recurrent"]["state_shape"] == [2, 256]
+    # 6 steps remembered, each the body's 128 features and the step's flag
+    assert described["attention"]["inputs"] == ["observations", "state"]
+    assert described["attention"]["state_shape"] == [6, 129]
 
 
 def test_the_command_exports_a_checkpoint_and_says_what_is_wrong_in_one_line(tmp_path, capsys):
