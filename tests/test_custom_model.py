@@ -3,8 +3,6 @@ the env's structure, its features reach each algorithm's heads, it pickles by va
 shares its weights with a spawned worker that never saw its class, and a factory that fails
 or gives the wrong shape is one line before any worker."""
 import copy
-import subprocess
-import sys
 import tempfile
 
 import gymnasium as gym
@@ -14,6 +12,7 @@ import torch
 from torch import nn
 
 import a3c
+import a3c.cli
 from a3c import ConfigError, Trainer
 from a3c.algos import get_algorithm
 from a3c.config import make_config
@@ -197,12 +196,12 @@ def test_custom_model_settings_that_cannot_apply(settings, says):
         make_config(name="m", **{"env": "CartPole-v1", **settings})
 
 
-def test_the_command_line_refuses_a_broken_model_in_one_line_with_exit_2(tmp_path):
-    finished = subprocess.run([sys.executable, "run_a3c.py", "-n", "x", "--env", "CartPole-v1", "--logdir",
-                               str(tmp_path), "--model", '{"custom_model": "tests.custom_models:broken"}'],
-                              capture_output=True, text=True, timeout=120, check=False)
-    assert finished.returncode == 2
-    assert finished.stderr.strip().splitlines() == [
+def test_the_command_line_refuses_a_broken_model_in_one_line_with_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        a3c.cli.main(["-n", "x", "--env", "CartPole-v1", "--logdir", str(tmp_path),
+                      "--model", '{"custom_model": "tests.custom_models:broken"}'])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         ("run_a3c.py: error: --model custom_model 'tests.custom_models:broken' failed: "
         "RuntimeError: no layer called 'dense'")]
     assert not any(tmp_path.iterdir())
@@ -210,7 +209,7 @@ def test_the_command_line_refuses_a_broken_model_in_one_line_with_exit_2(tmp_pat
 
 @pytest.mark.timeout(180)
 def test_a_dict_observation_model_trains_acts_and_exports(tmp_path):
-    """SideImage's camera read by the user's conv body (in this process: the spawned workers'
+    """SideImage's camera read by the user's conv body (in this process: the workers'
     copy is the test above's); the checkpoint names the model by module, so play's
     compute_action and the export build it again."""
     model = {"custom_model": "tests.custom_models:CameraAndSpeed"}
