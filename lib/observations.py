@@ -250,11 +250,17 @@ def allowed_actions(space: gym.Space, mask: Any) -> np.ndarray:
     return np.asarray(mask).reshape(-1)[-actions:] > 0.5
 
 
+def allowed_per_dimension(space: gym.Space, mask: Any) -> list[np.ndarray]:
+    """``allowed_actions`` split by the action's dimensions: one for a Discrete, one per
+    dimension of a MultiDiscrete."""
+    allowed = allowed_actions(space, mask)
+    return [allowed] if isinstance(space, gym.spaces.Discrete) else np.split(allowed, np.cumsum(space.nvec)[:-1])
+
+
 def first_valid(space: gym.Space, mask: Any, action: Any) -> Any:
     """``action`` where ``mask`` allows it, else the first action it allows (per dimension of
     a MultiDiscrete); a dimension with none allowed keeps its action."""
-    allowed = allowed_actions(space, mask)
-    parts = [allowed] if isinstance(space, gym.spaces.Discrete) else np.split(allowed, np.cumsum(space.nvec)[:-1])
+    parts = allowed_per_dimension(space, mask)
     chosen = [int(value) if part[int(value)] or not part.any() else int(np.argmax(part))
               for value, part in zip(np.atleast_1d(action), parts)]
     return chosen[0] if isinstance(space, gym.spaces.Discrete) else np.asarray(chosen, dtype=space.dtype)
@@ -265,7 +271,5 @@ def valid_sample(space: gym.Space, mask: Any | None) -> Any:
     the current one) allows; any action without a mask."""
     if mask is None:
         return space.sample()
-    allowed = allowed_actions(space, mask).astype(np.int8)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return space.sample(mask=tuple(np.split(allowed, np.cumsum(space.nvec)[:-1])))
-    return space.sample(mask=allowed)
+    parts = [part.astype(np.int8) for part in allowed_per_dimension(space, mask)]
+    return space.sample(mask=tuple(parts) if isinstance(space, gym.spaces.MultiDiscrete) else parts[0])
