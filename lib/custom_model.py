@@ -159,7 +159,7 @@ def check_custom_model(env_info: EnvInfo, model: Mapping[str, Any] | None) -> No
     name = model["custom_model"]
     try:
         features = custom_features(env_info, model)
-        rows = sample_rows(env_info, features.space, 2)
+        rows = sample_rows(env_info, features, 2)
         with torch.no_grad():
             out = features.user_features(rows)
     except CustomModelError:
@@ -172,16 +172,16 @@ def check_custom_model(env_info: EnvInfo, model: Mapping[str, Any] | None) -> No
                                f"(2, {features.features_dim}) floats (its features_dim)")
 
 
-def sample_rows(env_info: EnvInfo, space: gym.Space, count: int) -> torch.Tensor:
-    """``count`` net rows of random observations of ``space`` (the model's): on a multi-agent
-    env an agent's rows, its observation at the end before agent 0's one-hot index."""
-    observations = [space.sample() for _ in range(count)]
+def sample_rows(env_info: EnvInfo, features: CustomFeatures, count: int) -> torch.Tensor:
+    """``count`` net rows of random observations of the model's space: on a multi-agent env
+    an agent's rows, its observation where ``features`` reads it, then agent 0's one-hot index."""
+    space = features.space
     flat = np.stack([gym.spaces.flatten(space, sample) if env_info.raw_observation_space is not None else sample
-                     for sample in observations])
+                     for sample in (space.sample() for _ in range(count))])
     if not env_info.agents:
         return torch.as_tensor(flat)
     rows = np.zeros((count, env_info.observation_shape[0]), np.float32)
-    rows[:, -(flat.shape[1] + len(env_info.agents)):-len(env_info.agents)] = flat
+    rows[:, features.own_columns] = flat
     rows[:, -len(env_info.agents)] = 1.0
     return torch.as_tensor(rows)
 
