@@ -108,6 +108,8 @@ class ProcessPool(WorkerPool):
         processes = config.processes
         self._args = (algorithm, config, net, version_counter)
         self._payload = algorithm.payload(config, env_info, net)
+        # a child's shared tensors: the net's, a slot block per column, the version counter
+        # and its wait-seconds tensor
         net_tensors = len(list(net.parameters())) + len(list(net.buffers()))
         self._context = child_context(net_tensors + len(slot_columns(self._payload)) + 2, config.cuda)
         capacity = queue_capacity(algorithm, config)
