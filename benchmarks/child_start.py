@@ -15,13 +15,18 @@ import subprocess
 import sys
 import time
 
+from benchmarks.steal import cpu_counters
+
 METHODS = ("spawn", "forkserver")
 
 
 def busy_cpu_seconds() -> float:
-    """The machine's busy CPU time so far, all cores (/proc/stat)."""
-    with open("/proc/stat") as stat:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
+    """The machine's busy CPU time so far, all cores: every counter of /proc/stat's but idle
+    and iowait (``benchmarks.steal.cpu_counters``, in clock ticks of 1/100 s)."""
+    counters = cpu_counters()
+    if counters is None:
+        raise SystemExit("benchmarks.child_start needs /proc/stat (Linux)")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = counters[:8]
     return (user + nice + system + irq + softirq + steal) / 100
 
 

@@ -17,7 +17,7 @@ BUSY_WARNING = 0.1
 """Other processes' share of the cores before a run from which its seconds are called shared."""
 
 
-def _cpu_counters() -> list[int] | None:
+def cpu_counters() -> list[int] | None:
     """The aggregate ``cpu`` line's counters in clock ticks, or None off Linux."""
     try:
         first_line = PROC_STAT.read_text().splitlines()[0]
@@ -37,11 +37,11 @@ class StealMeter:
         self._start: list[int] | None = None
 
     def __enter__(self) -> StealMeter:  # noqa: PYI034 - Self needs Python 3.11
-        self._start = _cpu_counters()
+        self._start = cpu_counters()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        end = _cpu_counters()
+        end = cpu_counters()
         if self._start is None or end is None:
             return
         # guest time (columns 9-10) is already counted in user and nice
