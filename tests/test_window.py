@@ -174,11 +174,10 @@ def test_a_trainer_that_exits_before_its_window_is_reported_at_once():
     _no_children_left()
 
 
-# A benchmark process that pauses its CartPole trainer at the first boundary and stays there
+# A benchmark process that pauses its trainer at the first boundary and stays there
 PAUSED_FOREVER = """
 import time
-from benchmarks.window import exit_on_sigterm
-from benchmarks.window import run_trainer_window
+from benchmarks.window import exit_on_sigterm, run_trainer_window
 exit_on_sigterm()
 run_trainer_window("tests.toy_envs:Paced-v0", warmup=0.5, window=2.0, extra_args=[],
                    at_boundary=lambda: time.sleep(600))
