@@ -1,6 +1,6 @@
 """Your own network (``a3c.register_model``, ``custom_model``): the observation reaches it in
 the env's structure, its features reach each algorithm's heads, it pickles by value and
-shares its weights with a spawned worker that never saw its class, and a factory that fails
+shares its weights with a worker process that never saw its class, and a factory that fails
 or gives the wrong shape is one line before any worker."""
 import copy
 import tempfile

@@ -38,11 +38,10 @@ class MADDPG(JointRowsAlgorithm):
         masked where the agents observe an action mask (the learner's actions too: the target
         actors' and the straight-through ones)."""
         from a3c.algos.maddpg.nets import HIDDEN, MADDPGNet
+        from a3c.lib.custom_model import features_maker
         from a3c.lib.policies import PER_AGENT, parse_policy_mapping
 
         agent_policies = parse_policy_mapping(settings.get("policies") or PER_AGENT, env_info.agents)
-        from a3c.lib.custom_model import features_maker
-
         net = MADDPGNet(env_info.observation_shape[0], env_info.n_actions, agent_policies, *mlp_shape(settings, HIDDEN),
                         features_maker(env_info, settings))
         return self.masked(net, env_info)
